@@ -1,0 +1,128 @@
+// Package models holds the database models of syncdesk and the queries over them.
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Dialects syncdesk runs on.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// ParseDSN splits a --db value into its dialect and the driver's DSN. It
+// accepts "sqlite:PATH" and "postgres://…" (or "postgresql://…").
+func ParseDSN(v string) (dialect, dsn string, err error) {
+	switch {
+	case strings.HasPrefix(v, "sqlite:"):
+		path := strings.TrimPrefix(v, "sqlite:")
+		if path == "" {
+			return "", "", errors.New("sqlite: needs a file path, e.g. sqlite:./syncdesk.db")
+		}
+		return SQLite, path, nil
+	case strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
+		if _, err := url.Parse(v); err != nil {
+			return "", "", fmt.Errorf("not a valid postgres URL: %w", err)
+		}
+		return Postgres, v, nil
+	}
+	return "", "", fmt.Errorf("%q is neither sqlite:PATH nor a postgres:// URL", RedactDSN(v))
+}
+
+// RedactDSN hides a password in a database URL so it can be printed.
+func RedactDSN(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		return v
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// Open connects to the database named by a --db value.
+//
+// SQLite runs in WAL mode with a busy timeout and foreign keys on, and every
+// transaction begins IMMEDIATE: a writer takes the write lock up front and
+// concurrent writers queue on the busy timeout instead of failing with
+// SQLITE_BUSY when a read lock cannot be upgraded.
+func Open(v string) (*gorm.DB, error) {
+	dialect, dsn, err := ParseDSN(v)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &gorm.Config{
+		Logger:                 logger.Discard,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+		SkipDefaultTransaction: true,
+		TranslateError:         true,
+	}
+	var db *gorm.DB
+	switch dialect {
+	case SQLite:
+		db, err = gorm.Open(sqlite.Open(sqliteDSN(dsn)), cfg)
+	case Postgres:
+		db, err = gorm.Open(postgres.Open(dsn), cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", dialect, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	if dialect == SQLite {
+		// WAL allows many readers beside one writer; more connections than
+		// that only queue on the write lock.
+		sqlDB.SetMaxOpenConns(8)
+	} else {
+		sqlDB.SetMaxOpenConns(32)
+		sqlDB.SetMaxIdleConns(16)
+	}
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
+	}
+	return db, nil
+}
+
+func sqliteDSN(path string) string {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_busy_timeout", "10000")
+	q.Set("_foreign_keys", "on")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_txlock", "immediate")
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return "file:" + path + sep + q.Encode()
+}
+
+// Close releases the database's connections.
+func Close(db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Dialect names the database behind db: SQLite or Postgres.
+func Dialect(db *gorm.DB) string { return db.Dialector.Name() }

@@ -1,0 +1,198 @@
+package models
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Status is where a link stands in its sync.
+type Status string
+
+// Link statuses.
+const (
+	StatusNew        Status = "new"        // to send
+	StatusProcessing Status = "processing" // being sent, under a lease
+	StatusSuccess    Status = "success"
+	StatusRetry      Status = "retry"  // temporary failure, next attempt scheduled
+	StatusFailed     Status = "failed" // permanent error, or attempts exhausted
+)
+
+// Statuses lists every status in the order pages show them.
+var Statuses = []Status{StatusNew, StatusProcessing, StatusRetry, StatusFailed, StatusSuccess}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, x := range Statuses {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Record is a local entity with its current payload.
+type Record struct {
+	ID          int64
+	LocalType   string
+	LocalID     string
+	Payload     string // JSON
+	ContentHash string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Link is the external_map row of one record in one external service.
+type Link struct {
+	ID              int64
+	LocalType       string
+	LocalID         string
+	ExternalService string
+	ExternalKey     string // our stable key for the object, e.g. site_order_12345
+	ExternalID      string // the provider's id, once known
+	Status          Status
+	Attempts        int
+	NextAttemptAt   time.Time
+	LeaseOwner      string
+	LockedUntil     *time.Time
+	NeedsLookup     bool // an earlier attempt may have reached the provider: look up before creating
+	IdempotencyKey  string
+	LastError       string
+	LastHTTPCode    int `gorm:"column:last_http_code"`
+	PushedHash      string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// TableName keeps the name the articles and PRODUCT.md use.
+func (Link) TableName() string { return "external_map" }
+
+// Outcome classifies one outgoing call.
+type Outcome string
+
+// Attempt outcomes.
+const (
+	OutcomeOK        Outcome = "ok"
+	OutcomeTemporary Outcome = "temporary"
+	OutcomePermanent Outcome = "permanent"
+	OutcomeAmbiguous Outcome = "ambiguous"
+)
+
+// Attempt is one outgoing call in the attempt log.
+type Attempt struct {
+	ID              int64
+	LinkID          int64
+	Number          int
+	Operation       string
+	IdempotencyKey  string
+	HTTPCode        int `gorm:"column:http_code"`
+	DurationMS      int64
+	Outcome         Outcome
+	ExternalID      string
+	Error           string
+	RequestExcerpt  string
+	ResponseExcerpt string
+	Worker          string
+	CreatedAt       time.Time
+}
+
+// InProgress is the shared "a sync is running" row of one (service, type, id).
+type InProgress struct {
+	ExternalService string `gorm:"primaryKey"`
+	LocalType       string `gorm:"primaryKey"`
+	LocalID         string `gorm:"primaryKey"`
+	Holder          string
+	StartedBy       string
+	StartedAt       time.Time
+	ExpiresAt       time.Time
+}
+
+// TableName is the in_progress table.
+func (InProgress) TableName() string { return "in_progress" }
+
+// ProcessedEvent is an accepted webhook.
+type ProcessedEvent struct {
+	Provider        string `gorm:"primaryKey"`
+	EventID         string `gorm:"primaryKey"`
+	EventType       string
+	ReceivedAt      time.Time
+	Outcome         string
+	Error           string
+	Duplicates      int
+	LastDuplicateAt *time.Time
+	Payload         string
+}
+
+// ReconciliationRun is one comparison of a service with our links.
+type ReconciliationRun struct {
+	ID          int64
+	Service     string
+	Status      string
+	DryRun      bool
+	TriggeredBy string
+	Owner       string
+	HeartbeatAt *time.Time
+	Expected    int64
+	Scanned     int64
+	Fixed       int64
+	Error       string
+	StartedAt   time.Time
+	FinishedAt  *time.Time
+}
+
+// Discrepancy is one difference a reconciliation run found.
+type Discrepancy struct {
+	ID          int64
+	RunID       int64
+	Kind        string
+	Status      string
+	LocalType   string
+	LocalID     string
+	ExternalKey string
+	ExternalIDs string
+	LinkID      *int64
+	Detail      string
+	CreatedAt   time.Time
+}
+
+// LinkFilter narrows a list of links; empty fields match everything.
+type LinkFilter struct {
+	Service  string
+	Status   Status
+	BeforeID int64 // keyset cursor: links with a smaller id
+	Limit    int
+}
+
+// ListLinks returns links newest first (by id), at most Limit of them.
+func ListLinks(db *gorm.DB, f LinkFilter) ([]Link, error) {
+	q := db.Model(&Link{})
+	if f.Service != "" {
+		q = q.Where("external_service = ?", f.Service)
+	}
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	if f.BeforeID > 0 {
+		q = q.Where("id < ?", f.BeforeID)
+	}
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 100
+	}
+	var out []Link
+	return out, q.Order("id DESC").Limit(f.Limit).Find(&out).Error
+}
+
+// StatusCount is the number of links of one service in one status.
+type StatusCount struct {
+	Service string
+	Status  Status
+	N       int64
+}
+
+// CountLinksByStatus counts links per service and status.
+func CountLinksByStatus(db *gorm.DB) ([]StatusCount, error) {
+	var out []StatusCount
+	err := db.Model(&Link{}).Select("external_service AS service, status, COUNT(*) AS n").
+		Group("external_service, status").Order("external_service, status").Scan(&out).Error
+	return out, err
+}
