@@ -1,0 +1,174 @@
+// Package config is syncdesk's one configuration struct: defaults, an
+// optional YAML file, environment variables and flags, in that order of
+// precedence (flags win), validated once at start.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/syncdesk/syncdesk/models"
+)
+
+// Config is everything syncdesk can be told.
+type Config struct {
+	// Addr is the host:port the server listens on.
+	Addr string `yaml:"addr"`
+	// DB is sqlite:PATH or a postgres:// URL.
+	DB string `yaml:"db"`
+	// ShutdownTimeout bounds how long a stop waits for in-flight work.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// TrustedProxies are the CIDR ranges whose X-Forwarded-For is believed
+	// when telling a client's IP; empty means the socket's peer address.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	TLS            TLS      `yaml:"tls"`
+	Log            Log      `yaml:"log"`
+	Session        Session  `yaml:"session"`
+	Login          Login    `yaml:"login"`
+}
+
+// TLS makes the server speak HTTPS itself; cookies are then Secure.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Log shapes the process log.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// Session bounds how long a sign-in lasts.
+type Session struct {
+	IdleTimeout     time.Duration `yaml:"idle_timeout"`
+	AbsoluteTimeout time.Duration `yaml:"absolute_timeout"`
+}
+
+// Login throttles password guessing.
+type Login struct {
+	// MaxFailures per account within Window locks that account until the
+	// window has passed, whichever IP the next try comes from.
+	MaxFailures int `yaml:"max_failures"`
+	// MaxFailuresPerIP within Window locks out one client IP.
+	MaxFailuresPerIP int           `yaml:"max_failures_per_ip"`
+	Window           time.Duration `yaml:"window"`
+}
+
+// Default returns the configuration used when nothing is said.
+func Default() Config {
+	return Config{
+		Addr:            "127.0.0.1:8080",
+		DB:              "sqlite:./syncdesk.db",
+		ShutdownTimeout: 3 * time.Second,
+		Log:             Log{Level: "info", Format: "text"},
+		Session:         Session{IdleTimeout: 8 * time.Hour, AbsoluteTimeout: 7 * 24 * time.Hour},
+		Login:           Login{MaxFailures: 10, MaxFailuresPerIP: 50, Window: 15 * time.Minute},
+	}
+}
+
+// Overrides are the values given by flags or environment variables; an empty
+// string means "not given".
+type Overrides struct {
+	Addr, DB string
+}
+
+// Load builds the configuration: defaults, then the YAML file at path (if
+// any), then the environment's SYNCDESK_ADDR and SYNCDESK_DB, then flags.
+func Load(path string, flags Overrides) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return cfg, fmt.Errorf("config: %w", err)
+		}
+		defer f.Close()
+		if err := decode(f, &cfg); err != nil {
+			return cfg, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	for _, o := range []Overrides{{Addr: os.Getenv("SYNCDESK_ADDR"), DB: os.Getenv("SYNCDESK_DB")}, flags} {
+		if o.Addr != "" {
+			cfg.Addr = o.Addr
+		}
+		if o.DB != "" {
+			cfg.DB = o.DB
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+func decode(r io.Reader, cfg *Config) error {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(body))
+	dec.KnownFields(true) // a misspelt setting is an error, not a silent default
+	return dec.Decode(cfg)
+}
+
+// Validate checks every setting and names the first bad one.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(setting, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("setting %s: %s", setting, fmt.Sprintf(format, a...)))
+	}
+	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
+		bad("addr", "%q is not host:port (e.g. 127.0.0.1:8080)", c.Addr)
+	}
+	if _, _, err := models.ParseDSN(c.DB); err != nil {
+		bad("db", "%v", err)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"shutdown_timeout", c.ShutdownTimeout}, {"session.idle_timeout", c.Session.IdleTimeout},
+		{"session.absolute_timeout", c.Session.AbsoluteTimeout}, {"login.window", c.Login.Window}} {
+		if d.v <= 0 {
+			bad(d.name, "must be a positive duration such as 30s or 8h, got %v", d.v)
+		}
+	}
+	if c.Login.MaxFailures < 1 {
+		bad("login.max_failures", "must be at least 1, got %d", c.Login.MaxFailures)
+	}
+	if c.Login.MaxFailuresPerIP < 1 {
+		bad("login.max_failures_per_ip", "must be at least 1, got %d", c.Login.MaxFailuresPerIP)
+	}
+	for _, p := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			bad("trusted_proxies", "%q is not a CIDR range such as 10.0.0.0/8", p)
+		}
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls", "cert_file and key_file go together")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "%q is not text or json", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}
+
+// SlogLevel returns the configured log level as a number for log/slog.
+func (l Log) SlogLevel() int {
+	return map[string]int{"debug": -4, "info": 0, "warn": 4, "error": 8}[strings.ToLower(l.Level)]
+}

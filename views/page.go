@@ -1,0 +1,86 @@
+// Package views renders syncdesk's pages with templ. It knows nothing of the
+// database: handlers build the view models defined here, shaped like the screen.
+package views
+
+import (
+	"fmt"
+	"time"
+)
+
+// Viewer is the signed-in person, as the layout shows them.
+type Viewer struct {
+	Email string
+	Name  string
+	Role  string
+}
+
+// CanOperate reports whether the viewer may press operator buttons.
+func (v Viewer) CanOperate() bool { return v.Role == "operator" || v.Role == "admin" }
+
+// IsAdmin reports whether the viewer may manage users and tokens.
+func (v Viewer) IsAdmin() bool { return v.Role == "admin" }
+
+// Page is what every signed-in page's layout needs.
+type Page struct {
+	Title   string
+	Active  string // the nav entry to highlight, by path
+	Viewer  Viewer
+	CSRF    string
+	Flash   string // a one-line confirmation after an action
+	Now     time.Time
+	Version string
+}
+
+// NavEntry is one item of the main navigation.
+type NavEntry struct {
+	Path, Label string
+	AdminOnly   bool
+}
+
+// Nav lists the pages in the order of the navigation bar. Each page adds its
+// entry here when it lands.
+var Nav = []NavEntry{
+	{Path: "/", Label: "Overview"},
+	{Path: "/audit", Label: "Audit log"},
+	{Path: "/users", Label: "Users", AdminOnly: true},
+}
+
+// Ago says how long ago t was, in the words a person uses.
+func Ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < 10*time.Second:
+		return "just now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%d h", int(d.Hours()))
+	default:
+		s = fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
+// UTC formats t as an absolute UTC time for tooltips and exports.
+func UTC(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// ISO formats t for a <time datetime> attribute.
+func ISO(t time.Time) string { return t.UTC().Format(time.RFC3339) }

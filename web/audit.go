@@ -1,0 +1,62 @@
+package web
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+const auditPageSize = 50
+
+func (s *Server) listAudit(c echo.Context) error {
+	vf := views.AuditFilter{Actor: c.QueryParam("actor"), Action: c.QueryParam("action"),
+		Target: c.QueryParam("target"), Since: c.QueryParam("since"), Until: c.QueryParam("until")}
+	f := models.AuditFilter{Actor: vf.Actor, Action: vf.Action, Target: vf.Target, Limit: auditPageSize}
+	var err error
+	if f.Since, err = parseDay(vf.Since, "from"); err != nil {
+		return err
+	}
+	if f.Until, err = parseDay(vf.Until, "until"); err != nil {
+		return err
+	}
+	if !f.Until.IsZero() {
+		f.Until = f.Until.Add(24 * time.Hour) // "until" includes that whole day
+	}
+	if b := c.QueryParam("before"); b != "" {
+		if f.BeforeID, err = strconv.ParseInt(b, 10, 64); err != nil || f.BeforeID <= 0 {
+			return errBadRequest("The page cursor is not valid; go back to the first page.")
+		}
+	}
+	entries, err := models.ListAudit(s.db, f)
+	if err != nil {
+		return err
+	}
+	v := views.AuditLog{Filter: vf}
+	for _, e := range entries {
+		v.Entries = append(v.Entries, views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
+			Outcome: e.Outcome, IP: e.IP, Detail: e.Detail})
+	}
+	if len(entries) == auditPageSize {
+		q := c.QueryParams()
+		q.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
+		v.NextURL = "/audit?" + q.Encode()
+	}
+	return s.render(c, views.AuditPage(s.page(c, "Audit log", "/audit"), v))
+}
+
+// parseDay reads a YYYY-MM-DD form value as midnight UTC.
+func parseDay(v, field string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.DateOnly, v)
+	if err != nil {
+		return t, errBadRequest("The " + field + " date " + strconv.Quote(url.QueryEscape(v)) + " is not a date like 2026-11-29.")
+	}
+	return t, nil
+}

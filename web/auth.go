@@ -1,0 +1,126 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+// Words shown on the sign-in page. An unknown account and a wrong password get
+// the same message and status, so the form does not tell which accounts exist.
+const (
+	msgBadLogin  = "Email or password is incorrect."
+	msgThrottled = "Too many failed sign-ins. Wait %s and try again, or ask an admin."
+)
+
+func (s *Server) showLogin(c echo.Context) error {
+	if currentUser(c) != nil {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	return s.render(c, views.LoginPage(views.Login{Next: safeNext(c.QueryParam("next")), CSRF: csrfToken(c), Version: s.version}))
+}
+
+func (s *Server) login(c echo.Context) error {
+	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
+	password := c.FormValue("password")
+	next := safeNext(c.FormValue("next"))
+	view := views.Login{Email: email, Next: next, CSRF: csrfToken(c), Version: s.version}
+	if email == "" || password == "" || len(email) > 254 || len(password) > 1024 {
+		view.Error = "Enter your email and your password."
+		return s.renderStatus(c, http.StatusBadRequest, views.LoginPage(view))
+	}
+	if throttled, err := s.loginThrottled(email, c.RealIP()); err != nil {
+		return err
+	} else if throttled {
+		s.auditLogin(c, email, models.OutcomeThrottled, nil)
+		view.Error = fmt.Sprintf(msgThrottled, s.cfg.Login.Window)
+		return s.renderStatus(c, http.StatusTooManyRequests, views.LoginPage(view))
+	}
+	user, err := models.UserByEmail(s.db, email)
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		models.SpendPasswordCheck(password)
+	case err != nil:
+		return err
+	}
+	if err != nil || !models.CheckPassword(user.PasswordHash, password) || user.Disabled() {
+		s.auditLogin(c, email, models.OutcomeFailure, nil)
+		view.Error = msgBadLogin
+		return s.renderStatus(c, http.StatusUnauthorized, views.LoginPage(view))
+	}
+	// A fresh session id at every sign-in: a cookie planted before it is worthless.
+	if old, err := c.Cookie(sessionCookie); err == nil {
+		_ = models.DeleteSession(s.db, old.Value)
+	}
+	token, err := models.CreateSession(s.db, user.ID, c.RealIP(), c.Request().UserAgent(), s.clock.Now(), s.cfg.Session.AbsoluteTimeout)
+	if err != nil {
+		return err
+	}
+	s.setSessionCookie(c, token)
+	s.auditLogin(c, email, models.OutcomeSuccess, &user.ID)
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+func (s *Server) logout(c echo.Context) error {
+	if ck, err := c.Cookie(sessionCookie); err == nil {
+		if err := models.DeleteSession(s.db, ck.Value); err != nil {
+			return err
+		}
+	}
+	s.audit(c, "auth.logout", currentUser(c).Email, models.OutcomeSuccess, "")
+	s.clearSessionCookie(c)
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// loginThrottled reports whether an account or a client IP has failed too
+// often within the window. Failures are counted from the audit log, which
+// every instance shares.
+func (s *Server) loginThrottled(email, ip string) (bool, error) {
+	since := s.clock.Now().Add(-s.cfg.Login.Window)
+	n, err := models.CountFailures(s.db, "auth.login", email, "", since)
+	if err != nil {
+		return false, err
+	}
+	if n >= int64(s.cfg.Login.MaxFailures) {
+		return true, nil
+	}
+	n, err = models.CountFailures(s.db, "auth.login", "", ip, since)
+	return n >= int64(s.cfg.Login.MaxFailuresPerIP), err
+}
+
+func (s *Server) auditLogin(c echo.Context, email, outcome string, uid *int64) {
+	actor := email
+	if uid == nil {
+		actor = "anonymous"
+	}
+	err := models.Audit(s.db, models.AuditEntry{At: s.clock.Now(), Actor: actor, UserID: uid, Action: "auth.login",
+		Target: email, Outcome: outcome, IP: c.RealIP()})
+	if err != nil {
+		s.log.Error("audit write failed", "action", "auth.login", "err", err)
+	}
+}
+
+func (s *Server) setSessionCookie(c echo.Context, token string) {
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: c.IsTLS(),
+		Expires: s.clock.Now().Add(s.cfg.Session.AbsoluteTimeout)})
+}
+
+func (s *Server) clearSessionCookie(c echo.Context) {
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: c.IsTLS(), MaxAge: -1})
+}
+
+// safeNext keeps a post-login redirect on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
+		return "/"
+	}
+	return next
+}

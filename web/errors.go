@@ -1,0 +1,84 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+// statusError is an error with the HTTP status and the words to show for it.
+type statusError struct {
+	status  int
+	message string
+}
+
+func (e *statusError) Error() string { return e.message }
+
+func errForbidden(msg string) error    { return &statusError{http.StatusForbidden, msg} }
+func errUnauthorized(msg string) error { return &statusError{http.StatusUnauthorized, msg} }
+func errBadRequest(msg string) error   { return &statusError{http.StatusBadRequest, msg} }
+
+// problemFor maps any error to a status and a message a person can read. It is
+// the one place where errors become HTTP statuses.
+func problemFor(err error) views.Problem {
+	var se *statusError
+	var he *echo.HTTPError
+	var inv *models.InvalidError
+	switch {
+	case errors.As(err, &se):
+		return views.Problem{Status: se.status, Title: http.StatusText(se.status), Message: se.message}
+	case errors.As(err, &inv):
+		return views.Problem{Status: http.StatusBadRequest, Title: "Bad request", Message: inv.Reason}
+	case errors.Is(err, models.ErrNotFound):
+		return views.Problem{Status: http.StatusNotFound, Title: "Not found", Message: sentence(err.Error())}
+	case errors.Is(err, models.ErrConflict):
+		return views.Problem{Status: http.StatusConflict, Title: "Already exists", Message: sentence(err.Error())}
+	case errors.As(err, &he):
+		msg, _ := he.Message.(string)
+		if he.Code == http.StatusNotFound {
+			msg = "There is no page at this address."
+		}
+		if msg == "" {
+			msg = http.StatusText(he.Code)
+		}
+		return views.Problem{Status: he.Code, Title: http.StatusText(he.Code), Message: sentence(msg)}
+	}
+	return views.Problem{Status: http.StatusInternalServerError, Title: "Something went wrong",
+		Message: "syncdesk hit an unexpected error. It has been logged; try again, and tell an admin if it keeps happening."}
+}
+
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+// handleError answers JSON under /api/ and an HTML page everywhere else.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	p := problemFor(err)
+	if p.Status >= 500 {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	if strings.HasPrefix(c.Request().URL.Path, "/api/") || strings.HasPrefix(c.Request().URL.Path, "/hooks/") {
+		_ = c.JSON(p.Status, map[string]string{"error": p.Message})
+		return
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(p.Status)
+		return
+	}
+	_ = s.renderStatus(c, p.Status, views.ErrorPage(s.page(c, p.Title, ""), p))
+}

@@ -1,0 +1,239 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/syncdesk/syncdesk/models"
+)
+
+// Context keys for what the auth middleware found.
+const (
+	ctxUser    = "user"
+	ctxSession = "session"
+	ctxToken   = "api_token"
+	ctxCSRF    = "csrf"
+)
+
+// sessionCookie is the name of the sign-in cookie.
+const sessionCookie = "syncdesk_session"
+
+// csp needs no inline script or style: htmx is a file and its indicator
+// styles are turned off in the htmx-config meta tag.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+		if c.IsTLS() {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
+			h.Set("Cache-Control", "no-store")
+		} else {
+			h.Set("Cache-Control", "public, max-age=86400")
+		}
+		return next(c)
+	}
+}
+
+// noStore keeps signed-in pages and API answers out of every cache.
+func noStore(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return next(c)
+	}
+}
+
+// logRequests writes one structured line per request. It logs the path
+// without the query string, where tokens and personal data could hide.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // write the response now, so the status logged is the one sent
+		}
+		status := c.Response().Status
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(c.Request().Context(), level, "request",
+			slog.String("method", c.Request().Method),
+			slog.String("path", c.Request().URL.Path),
+			slog.Int("status", status),
+			slog.Duration("took", time.Since(start)),
+			slog.String("ip", c.RealIP()),
+			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+		return nil
+	}
+}
+
+// recoverPanics turns a panic in a handler into a 500 and a logged stack.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.log.Error("panic in handler", "path", c.Request().URL.Path, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		return next(c)
+	}
+}
+
+// loadSession finds the signed-in user, if any; it never refuses a request.
+func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ck, err := c.Cookie(sessionCookie)
+		if err != nil || ck.Value == "" {
+			return next(c)
+		}
+		now := s.clock.Now()
+		sess, user, err := models.SessionUser(s.db, ck.Value, now, s.cfg.Session.IdleTimeout)
+		switch {
+		case errors.Is(err, models.ErrNotFound):
+			s.clearSessionCookie(c)
+			return next(c)
+		case err != nil:
+			return fmt.Errorf("load session: %w", err)
+		}
+		// Record activity at most once a minute: reading pages should not write.
+		if now.Sub(sess.LastSeenAt) > time.Minute {
+			if err := models.TouchSession(s.db, sess.ID, now); err != nil {
+				s.log.Warn("touch session", "err", err)
+			}
+		}
+		c.Set(ctxUser, user)
+		c.Set(ctxSession, sess)
+		return next(c)
+	}
+}
+
+// requireUser sends a visitor without a session to the sign-in page.
+func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if currentUser(c) != nil {
+			return next(c)
+		}
+		target := "/login"
+		if r := c.Request(); r.Method == http.MethodGet && r.URL.Path != "/" {
+			target += "?next=" + url.QueryEscape(r.URL.RequestURI())
+		}
+		if c.Request().Header.Get("HX-Request") == "true" {
+			c.Response().Header().Set("HX-Redirect", target)
+			return c.NoContent(http.StatusUnauthorized)
+		}
+		return c.Redirect(http.StatusSeeOther, target)
+	}
+}
+
+// requireRole refuses, with 403 and an audit entry, a user below min.
+func (s *Server) requireRole(min models.Role) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			u := currentUser(c)
+			if u != nil && u.Role.AtLeast(min) {
+				return next(c)
+			}
+			s.audit(c, "access.denied", c.Request().Method+" "+c.Request().URL.Path, models.OutcomeDenied,
+				fmt.Sprintf("needs role %s", min))
+			return errForbidden(fmt.Sprintf("This needs the %s role or higher. Ask an admin if you need it.", min))
+		}
+	}
+}
+
+// requireToken admits API calls that carry a live bearer token.
+func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		auth := c.Request().Header.Get(echo.HeaderAuthorization)
+		scheme, token, ok := strings.Cut(auth, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="syncdesk"`)
+			return errUnauthorized("send an API token as Authorization: Bearer TOKEN")
+		}
+		t, err := models.APITokenBySecret(s.db, strings.TrimSpace(token))
+		if errors.Is(err, models.ErrNotFound) {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="syncdesk", error="invalid_token"`)
+			return errUnauthorized("the API token is unknown or revoked")
+		}
+		if err != nil {
+			return err
+		}
+		now := s.clock.Now()
+		if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
+			_ = models.TouchAPIToken(s.db, t.ID, now)
+		}
+		c.Set(ctxToken, t)
+		return next(c)
+	}
+}
+
+// csrfMiddleware checks a token on every state-changing request, from the
+// X-CSRF-Token header (htmx) or the _csrf form field (plain forms).
+func (s *Server) csrfMiddleware() (echo.MiddlewareFunc, error) {
+	return middleware.CSRFConfig{
+		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
+		ContextKey:     ctxCSRF,
+		CookieName:     "syncdesk_csrf",
+		CookiePath:     "/",
+		CookieHTTPOnly: true,
+		CookieSameSite: http.SameSiteLaxMode,
+		CookieSecure:   s.cfg.TLS.CertFile != "",
+		ErrorHandler: func(err error, c echo.Context) error {
+			return errForbidden("The form had expired or did not come from this site. Reload the page and try again.")
+		},
+	}.ToMiddleware()
+}
+
+func currentUser(c echo.Context) *models.User {
+	u, _ := c.Get(ctxUser).(*models.User)
+	return u
+}
+
+func csrfToken(c echo.Context) string {
+	t, _ := c.Get(ctxCSRF).(string)
+	return t
+}
+
+// actor names who is acting, for the audit log.
+func actor(c echo.Context) (string, *int64) {
+	if u := currentUser(c); u != nil {
+		return u.Email, &u.ID
+	}
+	if t, ok := c.Get(ctxToken).(*models.APIToken); ok {
+		return "api:" + t.Name, nil
+	}
+	return "anonymous", nil
+}
+
+// audit appends an entry for the current request. A failure to audit is
+// logged loudly; it does not undo what already happened.
+func (s *Server) audit(c echo.Context, action, target, outcome, detail string) {
+	who, uid := actor(c)
+	err := models.Audit(s.db, models.AuditEntry{At: s.clock.Now(), Actor: who, UserID: uid, Action: action,
+		Target: target, Outcome: outcome, IP: c.RealIP(), Detail: detail})
+	if err != nil {
+		s.log.Error("audit write failed", "action", action, "err", err)
+	}
+}

@@ -1,0 +1,125 @@
+// Package web serves syncdesk's dashboard, JSON API and health endpoints with Echo.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/sync/clock"
+	"github.com/syncdesk/syncdesk/sync/config"
+)
+
+// Deps is what the web layer is given at start.
+type Deps struct {
+	DB      *gorm.DB
+	Config  config.Config
+	Clock   clock.Clock
+	Log     *slog.Logger
+	Version string
+}
+
+// Server is the HTTP face of syncdesk.
+type Server struct {
+	db      *gorm.DB
+	cfg     config.Config
+	clock   clock.Clock
+	log     *slog.Logger
+	version string
+	echo    *echo.Echo
+}
+
+// New builds the server with every route registered.
+func New(d Deps) (*Server, error) {
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, echo: echo.New()}
+	s.echo.HideBanner = true
+	s.echo.HidePort = true
+	s.echo.HTTPErrorHandler = s.handleError
+	ipx, err := ipExtractor(d.Config.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	s.echo.IPExtractor = ipx
+	if err := s.routes(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Handler returns the server as an http.Handler (tests serve it with httptest).
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Serve listens on the configured address until ctx ends, then shuts down
+// gracefully within the configured timeout. ready, when not nil, receives the
+// bound address once the listener is open.
+func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if s.cfg.TLS.CertFile != "" {
+			errc <- srv.ServeTLS(ln, s.cfg.TLS.CertFile, s.cfg.TLS.KeyFile)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	_ = srv.Close()
+	return nil
+}
+
+// ipExtractor trusts X-Forwarded-For only from configured proxies; by default
+// the client IP is the socket's peer, so a client cannot pick its own IP to
+// dodge login throttling.
+func ipExtractor(trusted []string) (echo.IPExtractor, error) {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect(), nil
+	}
+	var opts []echo.TrustOption
+	opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	for _, p := range trusted {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", p, err)
+		}
+		_, ipnet, _ := net.ParseCIDR(prefix.String())
+		opts = append(opts, echo.TrustIPRange(ipnet))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...), nil
+}

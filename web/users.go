@@ -1,0 +1,102 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+func (s *Server) listUsers(c echo.Context) error {
+	return s.renderUsers(c, http.StatusOK, views.Users{})
+}
+
+// renderUsers shows the users page with v's one-time secret or error.
+func (s *Server) renderUsers(c echo.Context, status int, v views.Users) error {
+	users, err := models.ListUsers(s.db)
+	if err != nil {
+		return err
+	}
+	tokens, err := models.ListAPITokens(s.db)
+	if err != nil {
+		return err
+	}
+	me := currentUser(c)
+	for _, u := range users {
+		v.Users = append(v.Users, views.UserRow{Email: u.Email, Role: string(u.Role), Disabled: u.Disabled(),
+			CreatedAt: u.CreatedAt, IsSelf: u.ID == me.ID})
+	}
+	for _, t := range tokens {
+		row := views.TokenRow{Name: t.Name, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, Revoked: t.RevokedAt != nil}
+		if t.LastUsedAt != nil {
+			row.LastUsedAt = *t.LastUsedAt
+		}
+		v.Tokens = append(v.Tokens, row)
+	}
+	for _, r := range models.Roles {
+		v.Roles = append(v.Roles, string(r))
+	}
+	return s.renderStatus(c, status, views.UsersPage(s.page(c, "Users", "/users"), v))
+}
+
+func (s *Server) addUser(c echo.Context) error {
+	email := c.FormValue("email")
+	role, err := models.ParseRole(c.FormValue("role"))
+	if err != nil {
+		return s.renderUsers(c, http.StatusBadRequest, views.Users{Error: err.Error()})
+	}
+	password := models.NewSecret(15)
+	u, err := models.CreateUser(s.db, email, role, password, s.clock.Now())
+	var inv *models.InvalidError
+	switch {
+	case errors.As(err, &inv):
+		return s.renderUsers(c, http.StatusBadRequest, views.Users{Error: inv.Reason})
+	case errors.Is(err, models.ErrConflict):
+		return s.renderUsers(c, http.StatusConflict, views.Users{Error: "A user with that email already exists."})
+	case err != nil:
+		return err
+	}
+	s.audit(c, "user.add", u.Email, models.OutcomeSuccess, "role "+string(u.Role))
+	return s.renderUsers(c, http.StatusOK, views.Users{Secret: password,
+		SecretLabel: "Password for " + u.Email + ":"})
+}
+
+func (s *Server) disableUser(c echo.Context) error {
+	email := c.FormValue("email")
+	if email == currentUser(c).Email {
+		return errBadRequest("You cannot disable your own account; ask another admin.")
+	}
+	u, err := models.DisableUser(s.db, email, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	s.audit(c, "user.disable", u.Email, models.OutcomeSuccess, "")
+	return c.Redirect(http.StatusSeeOther, "/users?done=user-disabled")
+}
+
+func (s *Server) createToken(c echo.Context) error {
+	token, t, err := models.CreateAPIToken(s.db, c.FormValue("name"), currentUser(c).Email, s.clock.Now())
+	var inv *models.InvalidError
+	switch {
+	case errors.As(err, &inv):
+		return s.renderUsers(c, http.StatusBadRequest, views.Users{Error: inv.Reason})
+	case errors.Is(err, models.ErrConflict):
+		return s.renderUsers(c, http.StatusConflict, views.Users{Error: "A token with that name already exists; pick another name."})
+	case err != nil:
+		return err
+	}
+	s.audit(c, "token.create", t.Name, models.OutcomeSuccess, "")
+	return s.renderUsers(c, http.StatusOK, views.Users{Secret: token, SecretLabel: "API token " + t.Name + ":"})
+}
+
+func (s *Server) revokeToken(c echo.Context) error {
+	name := c.FormValue("name")
+	if err := models.RevokeAPIToken(s.db, name, s.clock.Now()); err != nil {
+		return err
+	}
+	s.audit(c, "token.revoke", name, models.OutcomeSuccess, "")
+	return c.Redirect(http.StatusSeeOther, "/users?done=token-revoked")
+}
