@@ -35,12 +35,14 @@ func (s *Server) routes() error {
 	pages.GET("/", s.showOverview)
 	pages.GET("/audit", s.listAudit)
 
-	admin := pages.Group("", s.requireRole(models.RoleAdmin))
-	admin.GET("/users", s.listUsers)
-	admin.POST("/users", s.addUser)
-	admin.POST("/users/disable", s.disableUser)
-	admin.POST("/tokens", s.createToken)
-	admin.POST("/tokens/revoke", s.revokeToken)
+	// Role checks go on each route: a Group("") with middleware would also
+	// catch every unknown path and answer 403 instead of 404.
+	admin := s.requireRole(models.RoleAdmin)
+	pages.GET("/users", s.listUsers, admin)
+	pages.POST("/users", s.addUser, admin)
+	pages.POST("/users/disable", s.disableUser, admin)
+	pages.POST("/tokens", s.createToken, admin)
+	pages.POST("/tokens/revoke", s.revokeToken, admin)
 
 	// The JSON API for the business application: a bearer token, no cookies, no CSRF.
 	api := e.Group("/api/v1", s.requireToken, noStore)

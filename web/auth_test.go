@@ -1,0 +1,179 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+)
+
+func TestSignInSignOutAndTheOldCookieIsDead(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.user("ana@example.com", models.RoleOperator)
+		c := b.client()
+
+		r := c.get("/")
+		require.Equal(t, http.StatusSeeOther, r.status)
+		require.Equal(t, "/login", r.header.Get("Location"))
+
+		r = c.login("ana@example.com", testPassword)
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		ck := c.cookie(sessionCookie)
+		require.NotNil(t, ck, "no session cookie after sign-in")
+		setCookie := r.header.Get("Set-Cookie")
+		require.Contains(t, setCookie, "HttpOnly")
+		require.Contains(t, setCookie, "SameSite=Lax")
+		require.NotContains(t, setCookie, "Secure", "plain HTTP must not set Secure")
+
+		r = c.get("/")
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, "ana")
+		require.Equal(t, "no-store", r.header.Get("Cache-Control"))
+
+		r = c.post("/", "/logout", nil)
+		require.Equal(t, http.StatusSeeOther, r.status)
+		require.EqualValues(t, 1, b.auditCount("auth.logout", models.OutcomeSuccess))
+
+		// Replaying the old cookie gets nothing: the session row is gone.
+		stale := b.client()
+		u, _ := url.Parse(b.srv.URL)
+		stale.http.Jar.SetCookies(u, []*http.Cookie{{Name: sessionCookie, Value: ck.Value}})
+		r = stale.get("/")
+		require.Equal(t, http.StatusSeeOther, r.status)
+		var n int64
+		require.NoError(t, db.Model(&models.Session{}).Count(&n).Error)
+		require.Zero(t, n)
+	})
+}
+
+func TestSignInGivesAFreshSessionID(t *testing.T) {
+	b := setupSQLite(t)
+	b.user("ana@example.com", models.RoleViewer)
+	c := b.client()
+	require.Equal(t, http.StatusSeeOther, c.login("ana@example.com", testPassword).status)
+	first := c.cookie(sessionCookie).Value
+	// Signed in, /login redirects away: post the form with a token from another page.
+	form := url.Values{"email": {"ana@example.com"}, "password": {testPassword}}
+	require.Equal(t, http.StatusSeeOther, c.post("/", "/login", form).status)
+	second := c.cookie(sessionCookie).Value
+	require.NotEqual(t, first, second)
+	_, _, err := models.SessionUser(b.db, first, b.clock.Now(), time.Hour)
+	require.ErrorIs(t, err, models.ErrNotFound, "the session replaced at sign-in must be gone")
+}
+
+func TestIdleAndAbsoluteTimeouts(t *testing.T) {
+	b := setupSQLite(t)
+	c := b.signedIn("ana@example.com", models.RoleViewer)
+	b.clock.Advance(b.cfg.Session.IdleTimeout - time.Minute)
+	require.Equal(t, http.StatusOK, c.get("/").status, "activity within the idle timeout keeps the session")
+	b.clock.Advance(b.cfg.Session.IdleTimeout + time.Second)
+	require.Equal(t, http.StatusSeeOther, c.get("/").status, "an idle session must end")
+
+	c = b.client()
+	require.Equal(t, http.StatusSeeOther, c.login("ana@example.com", testPassword).status)
+	for elapsed := time.Duration(0); elapsed < b.cfg.Session.AbsoluteTimeout; elapsed += b.cfg.Session.IdleTimeout / 2 {
+		require.Equal(t, http.StatusOK, c.get("/").status, "active session ended early at %v", elapsed)
+		b.clock.Advance(b.cfg.Session.IdleTimeout / 2)
+	}
+	require.Equal(t, http.StatusSeeOther, c.get("/").status, "a session must end at its absolute timeout, however active")
+}
+
+func TestDisablingAUserEndsTheirSessions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+		ana := b.signedIn("ana@example.com", models.RoleOperator)
+		require.Equal(t, http.StatusOK, ana.get("/").status)
+
+		r := admin.post("/users", "/users/disable", url.Values{"email": {"ana@example.com"}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.Equal(t, http.StatusSeeOther, ana.get("/").status, "a disabled user's session must end")
+		require.EqualValues(t, 1, b.auditCount("user.disable", models.OutcomeSuccess))
+
+		r = b.client().login("ana@example.com", testPassword)
+		require.Equal(t, http.StatusUnauthorized, r.status, "a disabled user cannot sign in")
+	})
+}
+
+func TestUnknownUserAndWrongPasswordLookAlike(t *testing.T) {
+	b := setupSQLite(t)
+	b.user("ana@example.com", models.RoleViewer)
+	wrong := b.client().login("ana@example.com", "not-the-password")
+	unknown := b.client().login("nobody@example.com", "not-the-password")
+	require.Equal(t, http.StatusUnauthorized, wrong.status)
+	require.Equal(t, wrong.status, unknown.status)
+	require.Contains(t, wrong.body, msgBadLogin)
+	norm := func(s string) string { return csrfField.ReplaceAllString(strings.ReplaceAll(s, "nobody@example.com", "X"), "") }
+	require.Equal(t, norm(strings.ReplaceAll(wrong.body, "ana@example.com", "X")), norm(unknown.body),
+		"the page must not tell an unknown account from a wrong password")
+	require.EqualValues(t, 2, b.auditCount("auth.login", models.OutcomeFailure))
+}
+
+func TestThrottlingLocksTheAccountAcrossIPs(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.user("ana@example.com", models.RoleOperator)
+		attacker := b.client()
+		attacker.ip = "203.0.113.1"
+		for i := 0; i < b.cfg.Login.MaxFailures; i++ {
+			r := attacker.login("ana@example.com", "guess-"+string(rune('a'+i)))
+			require.Equal(t, http.StatusUnauthorized, r.status, "attempt %d", i+1)
+		}
+		ana := b.client()
+		ana.ip = "198.51.100.99" // a fresh IP, and the right password
+		r := ana.login("ana@example.com", testPassword)
+		require.Equal(t, http.StatusTooManyRequests, r.status)
+		require.Contains(t, r.body, "Too many failed sign-ins")
+		require.Nil(t, ana.cookie(sessionCookie), "no session while throttled")
+
+		// An unknown account is throttled the same way, so lockout reveals nothing.
+		for i := 0; i < b.cfg.Login.MaxFailures; i++ {
+			attacker.login("ghost@example.com", "guess")
+		}
+		require.Equal(t, http.StatusTooManyRequests, ana.login("ghost@example.com", "guess").status)
+
+		// When the window has passed, the right password works again.
+		b.clock.Advance(b.cfg.Login.Window + time.Second)
+		require.Equal(t, http.StatusSeeOther, ana.login("ana@example.com", testPassword).status)
+	})
+}
+
+func TestThrottlingPerIP(t *testing.T) {
+	b := setupSQLite(t)
+	b.user("ana@example.com", models.RoleOperator)
+	sprayer := b.client()
+	sprayer.ip = "203.0.113.50"
+	for i := 0; i < b.cfg.Login.MaxFailuresPerIP; i++ {
+		sprayer.login("user"+string(rune('a'+i%26))+string(rune('a'+i/26))+"@example.com", "guess")
+	}
+	require.Equal(t, http.StatusTooManyRequests, sprayer.login("ana@example.com", testPassword).status,
+		"an IP that sprayed many accounts is refused")
+	other := b.client()
+	other.ip = "198.51.100.3"
+	require.Equal(t, http.StatusSeeOther, other.login("ana@example.com", testPassword).status,
+		"another IP is not affected")
+}
+
+func TestLoginRedirectsBackToTheAskedPageButNeverOffSite(t *testing.T) {
+	require.Equal(t, "/audit?actor=x", safeNext("/audit?actor=x"))
+	for _, bad := range []string{"", "https://evil.example", "//evil.example", "/\\evil.example", "javascript:alert(1)", "/login"} {
+		require.Equal(t, "/", safeNext(bad), bad)
+	}
+	b := setupSQLite(t)
+	b.user("ana@example.com", models.RoleViewer)
+	c := b.client()
+	r := c.get("/audit?actor=ana%40example.com")
+	require.Equal(t, http.StatusSeeOther, r.status)
+	require.Equal(t, "/login?next=%2Faudit%3Factor%3Dana%2540example.com", r.header.Get("Location"))
+	form := url.Values{"email": {"ana@example.com"}, "password": {testPassword}, "next": {"/audit?actor=ana%40example.com"}}
+	r = c.post("/login?next=x", "/login", form)
+	require.Equal(t, "/audit?actor=ana%40example.com", r.header.Get("Location"))
+}

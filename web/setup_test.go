@@ -1,0 +1,153 @@
+package web
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/clock"
+	"github.com/syncdesk/syncdesk/sync/config"
+)
+
+// bundle is what a web test needs: a served syncdesk on a real database.
+type bundle struct {
+	t     *testing.T
+	db    *gorm.DB
+	clock *clock.Fake
+	srv   *httptest.Server
+	cfg   config.Config
+}
+
+const testPassword = "correct-horse-battery"
+
+func setup(t *testing.T, db *gorm.DB) *bundle {
+	t.Helper()
+	cfg := config.Default()
+	cfg.TrustedProxies = []string{"127.0.0.0/8"} // tests pick a client IP with X-Forwarded-For
+	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	s, err := New(Deps{DB: db, Config: cfg, Clock: clk, Version: "test", Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &bundle{t: t, db: db, clock: clk, srv: srv, cfg: cfg}
+}
+
+// setupSQLite serves syncdesk on a fresh SQLite file.
+func setupSQLite(t *testing.T) *bundle { return setup(t, dbtest.SQLite(t)) }
+
+// user creates a user with testPassword.
+func (b *bundle) user(email string, role models.Role) *models.User {
+	b.t.Helper()
+	u, err := models.CreateUser(b.db, email, role, testPassword, b.clock.Now())
+	require.NoError(b.t, err)
+	return u
+}
+
+// client is a browser-like client: a cookie jar, no redirect following.
+type client struct {
+	b    *bundle
+	http *http.Client
+	ip   string
+}
+
+func (b *bundle) client() *client {
+	jar, _ := cookiejar.New(nil)
+	return &client{b: b, ip: "198.51.100.7", http: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (c *client) do(method, path string, form url.Values, header http.Header) response {
+	c.b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, c.b.srv.URL+path, body)
+	require.NoError(c.b.t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.Header.Set("X-Forwarded-For", c.ip)
+	res, err := c.http.Do(req)
+	require.NoError(c.b.t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(c.b.t, err)
+	return response{status: res.StatusCode, header: res.Header, body: string(raw)}
+}
+
+func (c *client) get(path string) response { return c.do(http.MethodGet, path, nil, nil) }
+
+var csrfField = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// csrf returns the token a page's forms carry.
+func (c *client) csrf(path string) string {
+	c.b.t.Helper()
+	r := c.get(path)
+	m := csrfField.FindStringSubmatch(r.body)
+	require.NotNil(c.b.t, m, "no CSRF field on %s (status %d)", path, r.status)
+	return m[1]
+}
+
+// post submits a form with the CSRF token of the page it came from.
+func (c *client) post(from, path string, form url.Values) response {
+	c.b.t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("_csrf", c.csrf(from))
+	return c.do(http.MethodPost, path, form, nil)
+}
+
+func (c *client) login(email, password string) response {
+	c.b.t.Helper()
+	return c.post("/login", "/login", url.Values{"email": {email}, "password": {password}})
+}
+
+// signedIn returns a client signed in as a new user with role.
+func (b *bundle) signedIn(email string, role models.Role) *client {
+	b.t.Helper()
+	b.user(email, role)
+	c := b.client()
+	r := c.login(email, testPassword)
+	require.Equal(b.t, http.StatusSeeOther, r.status, "sign-in as %s: %s", email, r.body)
+	return c
+}
+
+func (c *client) cookie(name string) *http.Cookie {
+	u, _ := url.Parse(c.b.srv.URL)
+	for _, ck := range c.http.Jar.Cookies(u) {
+		if ck.Name == name {
+			return ck
+		}
+	}
+	return nil
+}
+
+func (b *bundle) auditCount(action, outcome string) int64 {
+	b.t.Helper()
+	var n int64
+	require.NoError(b.t, b.db.Model(&models.AuditEntry{}).Where("action = ? AND outcome = ?", action, outcome).Count(&n).Error)
+	return n
+}
