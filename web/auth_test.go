@@ -111,7 +111,9 @@ func TestUnknownUserAndWrongPasswordLookAlike(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, wrong.status)
 	require.Equal(t, wrong.status, unknown.status)
 	require.Contains(t, wrong.body, msgBadLogin)
-	norm := func(s string) string { return csrfField.ReplaceAllString(strings.ReplaceAll(s, "nobody@example.com", "X"), "") }
+	norm := func(s string) string {
+		return csrfField.ReplaceAllString(strings.ReplaceAll(s, "nobody@example.com", "X"), "")
+	}
 	require.Equal(t, norm(strings.ReplaceAll(wrong.body, "ana@example.com", "X")), norm(unknown.body),
 		"the page must not tell an unknown account from a wrong password")
 	require.EqualValues(t, 2, b.auditCount("auth.login", models.OutcomeFailure))

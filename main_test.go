@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+)
+
+// cmd runs the CLI in-process and returns its exit code and output.
+func cmd(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestUserAndTokenCommands(t *testing.T) {
+	for _, dialect := range []string{models.SQLite, models.Postgres} {
+		t.Run(dialect, func(t *testing.T) {
+			db := dbtest.SQLitePath(t)
+			if dialect == models.Postgres {
+				db = dbtest.PostgresURL(t)
+			}
+			code, out, errOut := cmd(t, "", "user", "add", "ana@example.com", "--role", "operator", "--db", db)
+			require.Equal(t, 0, code, errOut)
+			m := regexp.MustCompile(`password: (\S+)`).FindStringSubmatch(out)
+			require.NotNil(t, m, "a generated password is printed: %q", out)
+
+			code, _, errOut = cmd(t, "piped-password-123\n", "--db", db, "user", "add", "vic@example.com", "--role=viewer", "--password-stdin")
+			require.Equal(t, 0, code, errOut)
+
+			code, _, errOut = cmd(t, "", "--db", db, "user", "add", "ana@example.com", "--role", "viewer")
+			require.Equal(t, 1, code)
+			require.Contains(t, errOut, "already exists")
+			code, _, errOut = cmd(t, "", "--db", db, "user", "add", "x@example.com", "--role", "root")
+			require.Equal(t, 1, code)
+			require.Contains(t, errOut, "not one of viewer, operator, admin")
+
+			code, out, _ = cmd(t, "", "--db", db, "user", "list")
+			require.Equal(t, 0, code)
+			require.Regexp(t, `ana@example.com\s+operator\s+active`, out)
+			require.Regexp(t, `vic@example.com\s+viewer\s+active`, out)
+
+			code, _, errOut = cmd(t, "", "--db", db, "user", "disable", "vic@example.com")
+			require.Equal(t, 0, code, errOut)
+			_, out, _ = cmd(t, "", "--db", db, "user", "list")
+			require.Regexp(t, `vic@example.com\s+viewer\s+disabled`, out)
+
+			code, out, errOut = cmd(t, "", "--db", db, "token", "create", "shop")
+			require.Equal(t, 0, code, errOut)
+			token := regexp.MustCompile(`sdk_\S+`).FindString(out)
+			require.NotEmpty(t, token)
+
+			gdb, err := models.Open(db)
+			require.NoError(t, err)
+			defer models.Close(gdb)
+			_, err = models.APITokenBySecret(gdb, token)
+			require.NoError(t, err, "the printed token works")
+			u, err := models.UserByEmail(gdb, "vic@example.com")
+			require.NoError(t, err)
+			require.True(t, models.CheckPassword(u.PasswordHash, "piped-password-123"))
+			require.True(t, u.Disabled())
+			var n int64
+			gdb.Model(&models.AuditEntry{}).Where("actor = ?", "cli").Count(&n)
+			require.EqualValues(t, 4, n, "user add ×2, user disable, token create are audited")
+		})
+	}
+}
+
+func TestBadSettingsStopWithTheSettingNamed(t *testing.T) {
+	code, _, errOut := cmd(t, "", "migrate", "--db", "mysql://nope")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "setting db")
+	code, _, errOut = cmd(t, "", "--addr", "no-port", "migrate", "--db", "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "setting addr")
+	code, _, _ = cmd(t, "", "frobnicate")
+	require.Equal(t, 2, code)
+}
+
+func TestMigrateCommand(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "m.db")
+	code, out, errOut := cmd(t, "", "migrate", "--db", db)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "applied 1 migration(s)")
+	_, out, _ = cmd(t, "", "migrate", "--db", db)
+	require.Contains(t, out, "applied 0 migration(s)")
+}
+
+// The README's first command: in a fresh folder, `go run .` (here, the built
+// binary with no arguments) creates ./syncdesk.db, prints the URL and the
+// admin password, serves /login, and exits 0 within 5 s of Ctrl-C.
+func TestFreshStartServesAndStopsOnCtrlC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "syncdesk")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	dir := t.TempDir()
+	port := freePort(t)
+	srv := exec.Command(bin)
+	srv.Dir = dir
+	srv.Env = append(os.Environ(), "SYNCDESK_ADDR=127.0.0.1:"+port, "SYNCDESK_DB=", "SYNCDESK_CONFIG=")
+	stdout, err := srv.StdoutPipe()
+	require.NoError(t, err)
+	srv.Stderr = os.Stderr
+	require.NoError(t, srv.Start())
+	defer srv.Process.Kill()
+
+	var printed strings.Builder
+	lines := bufio.NewScanner(stdout)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(printed.String(), "Press Ctrl-C") && time.Now().Before(deadline) && lines.Scan() {
+		printed.WriteString(lines.Text() + "\n")
+	}
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	require.Contains(t, printed.String(), "http://127.0.0.1:"+port)
+	require.Regexp(t, `password: \S{12,}`, printed.String())
+	_, err = os.Stat(filepath.Join(dir, "syncdesk.db"))
+	require.NoError(t, err, "./syncdesk.db was not created")
+
+	res, err := http.Get("http://127.0.0.1:" + port + "/login")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+
+	start := time.Now()
+	require.NoError(t, srv.Process.Signal(syscall.SIGINT))
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "exit status after Ctrl-C")
+		require.Less(t, time.Since(start), 5*time.Second)
+	case <-time.After(5 * time.Second):
+		t.Fatal("still running 5 s after Ctrl-C")
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
