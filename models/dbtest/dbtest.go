@@ -85,6 +85,10 @@ func PostgresURL(t testing.TB) string {
 	return u.String()
 }
 
+// Open opens (and migrates) the database at a --db value, closed when the
+// test ends: a second handle on a PostgresURL acts as a second instance.
+func Open(t testing.TB, v string) *gorm.DB { t.Helper(); return open(t, v) }
+
 func open(t testing.TB, v string) *gorm.DB {
 	t.Helper()
 	db, err := models.Open(v)
