@@ -299,7 +299,7 @@ func UsersPage(p Page, v Users) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "</select></div><div class=\"field field-actions\"><button type=\"submit\" class=\"btn btn-primary\">Add user</button></div></form><p class=\"muted small\">A new user gets a generated password, shown once on this page.</p></section><section class=\"card\"><h2>API tokens</h2><p class=\"muted\">The business application calls the JSON API with <code>Authorization: Bearer TOKEN</code>.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "</select></div><div class=\"field field-actions\"><button type=\"submit\" class=\"btn btn-primary\" data-testid=\"add-user\">Add user</button></div></form><p class=\"muted small\">A new user gets a generated password, shown once on this page.</p></section><section class=\"card\"><h2>API tokens</h2><p class=\"muted\">The business application calls the JSON API with <code>Authorization: Bearer TOKEN</code>.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -420,7 +420,7 @@ func UsersPage(p Page, v Users) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "<div class=\"field\"><label for=\"token-name\">Name</label> <input id=\"token-name\" name=\"name\" required maxlength=\"100\" placeholder=\"shop-backend\"></div><div class=\"field field-actions\"><button type=\"submit\" class=\"btn btn-primary\">Create token</button></div></form></section>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "<div class=\"field\"><label for=\"token-name\">Name</label> <input id=\"token-name\" name=\"name\" required maxlength=\"100\" placeholder=\"shop-backend\"></div><div class=\"field field-actions\"><button type=\"submit\" class=\"btn btn-primary\" data-testid=\"create-token\">Create token</button></div></form></section>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

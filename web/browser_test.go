@@ -72,3 +72,50 @@ func TestBrowserSignInAndOut(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, r.status)
 	require.Equal(t, "/login", r.header.Get("Location"))
 }
+
+// An admin adds a user and creates a token from the Users page; each secret
+// is shown once, and both actions land in the audit log.
+func TestBrowserAdminAddsUserAndToken(t *testing.T) {
+	b := setupSQLite(t)
+	b.user("root@example.com", models.RoleAdmin)
+	ctx := browsertest.New(t)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(b.srv.URL+"/users"),
+		chromedp.WaitVisible(testid("sign-in")),
+		chromedp.SendKeys(testid("email"), "root@example.com"),
+		chromedp.SendKeys(testid("password"), testPassword),
+		chromedp.Click(testid("sign-in")),
+		chromedp.WaitVisible(testid("users-table")),
+		chromedp.SendKeys("#new-email", "ana@example.com"),
+		chromedp.SetValue("#new-role", "operator"),
+		chromedp.Click(testid("add-user")),
+		chromedp.WaitVisible(testid("secret")),
+	))
+	secret, err := chromedp.Run(ctx, chromedp.Text(testid("secret")))
+	require.NoError(t, err)
+	require.Contains(t, secret, "Password for ana@example.com")
+	browsertest.Screenshot(ctx, t, "users")
+	u, err := models.UserByEmail(b.db, "ana@example.com")
+	require.NoError(t, err)
+	require.Equal(t, models.RoleOperator, u.Role)
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys("#token-name", "shop-backend"),
+		chromedp.Click(testid("create-token")),
+		chromedp.WaitVisible(testid("tokens-table")),
+	))
+	secret, err = chromedp.Run(ctx, chromedp.Text(testid("secret")))
+	require.NoError(t, err)
+	require.Contains(t, secret, "sdk_")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(b.srv.URL+"/audit"),
+		chromedp.WaitVisible(testid("audit-table")),
+	))
+	table, err := chromedp.Run(ctx, chromedp.Text(testid("audit-table")))
+	require.NoError(t, err)
+	for _, action := range []string{"auth.login", "user.add", "token.create"} {
+		require.Contains(t, table, action)
+	}
+	browsertest.Screenshot(ctx, t, "audit")
+}
