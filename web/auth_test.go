@@ -1,7 +1,9 @@
 package web
 
 import (
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -178,4 +180,25 @@ func TestLoginRedirectsBackToTheAskedPageButNeverOffSite(t *testing.T) {
 	form := url.Values{"email": {"ana@example.com"}, "password": {testPassword}, "next": {"/audit?actor=ana%40example.com"}}
 	r = c.post("/login?next=x", "/login", form)
 	require.Equal(t, "/audit?actor=ana%40example.com", r.header.Get("Location"))
+}
+
+func TestSessionCookieIsSecureOverTLS(t *testing.T) {
+	db := dbtest.SQLite(t)
+	b := setup(t, db)
+	b.user("ana@example.com", models.RoleViewer)
+	s, err := New(Deps{DB: db, Config: b.cfg, Clock: b.clock, Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	tls := httptest.NewTLSServer(s.Handler())
+	defer tls.Close()
+	b.srv = tls
+	c := b.client()
+	c.http.Transport = tls.Client().Transport
+	r := c.login("ana@example.com", testPassword)
+	require.Equal(t, http.StatusSeeOther, r.status, r.body)
+	cookies := r.header.Values("Set-Cookie")
+	require.NotEmpty(t, cookies)
+	for _, ck := range cookies {
+		require.Contains(t, ck, "; Secure", "over TLS every cookie is Secure: %s", ck)
+	}
+	require.Contains(t, r.header.Get("Strict-Transport-Security"), "max-age=")
 }

@@ -190,20 +190,40 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // csrfMiddleware checks a token on every state-changing request, from the
-// X-CSRF-Token header (htmx) or the _csrf form field (plain forms).
+// X-CSRF-Token header (htmx) or the _csrf form field (plain forms). Its cookie
+// is Secure whenever the request came over TLS.
 func (s *Server) csrfMiddleware() (echo.MiddlewareFunc, error) {
-	return middleware.CSRFConfig{
-		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
-		ContextKey:     ctxCSRF,
-		CookieName:     "syncdesk_csrf",
-		CookiePath:     "/",
-		CookieHTTPOnly: true,
-		CookieSameSite: http.SameSiteLaxMode,
-		CookieSecure:   s.cfg.TLS.CertFile != "",
-		ErrorHandler: func(err error, c echo.Context) error {
-			return errForbidden("The form had expired or did not come from this site. Reload the page and try again.")
-		},
-	}.ToMiddleware()
+	build := func(secure bool) (echo.MiddlewareFunc, error) {
+		return middleware.CSRFConfig{
+			TokenLookup:    "header:X-CSRF-Token,form:_csrf",
+			ContextKey:     ctxCSRF,
+			CookieName:     "syncdesk_csrf",
+			CookiePath:     "/",
+			CookieHTTPOnly: true,
+			CookieSameSite: http.SameSiteLaxMode,
+			CookieSecure:   secure,
+			ErrorHandler: func(err error, c echo.Context) error {
+				return errForbidden("The form had expired or did not come from this site. Reload the page and try again.")
+			},
+		}.ToMiddleware()
+	}
+	plain, err := build(false)
+	if err != nil {
+		return nil, err
+	}
+	secure, err := build(true)
+	if err != nil {
+		return nil, err
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		plainNext, secureNext := plain(next), secure(next)
+		return func(c echo.Context) error {
+			if c.IsTLS() {
+				return secureNext(c)
+			}
+			return plainNext(c)
+		}
+	}, nil
 }
 
 func currentUser(c echo.Context) *models.User {
