@@ -25,6 +25,10 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/redact"
+	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/schedule"
 	"github.com/syncdesk/syncdesk/web"
 )
@@ -128,7 +132,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func (c *cli) config() (config.Config, error) {
-	return config.Load(c.conf, config.Overrides{Addr: c.addr, DB: c.db})
+	cfg, err := config.Load(c.conf, config.Overrides{Addr: c.addr, DB: c.db})
+	// With no config file, `go run .` shows the product working: the demo.
+	if c.conf == "" && len(cfg.Services) == 0 {
+		cfg.Demo = true
+	}
+	return cfg, err
 }
 
 // openDB loads the configuration and opens the migrated database.
@@ -154,39 +163,104 @@ func (c *cli) serve() error {
 		return err
 	}
 	defer models.Close(db)
-	log := newLogger(cfg.Log, c.stderr)
+	redactor := redact.New(cfg.Redact)
+	log := newLogger(cfg.Log, c.stderr, redactor)
 	clk := clock.Real{}
 	if err := c.firstAdmin(db, clk.Now()); err != nil {
 		return err
 	}
-	sched, err := schedule.New(tasks(db, cfg, clk), locker(db), log)
+	if cfg.Demo {
+		demo, services, err := sandbox.StartDemo()
+		if err != nil {
+			return err
+		}
+		defer func() { // a hanging sandbox request must not hold up the stop
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = demo.Close(ctx)
+		}()
+		cfg.Services = services
+	}
+	eng := outbox.New(db, connectors(cfg, redactor), clk, log, outbox.Options{Grace: cfg.ShutdownTimeout})
+	if cfg.Demo {
+		if err := seedDemo(db, eng); err != nil {
+			return err
+		}
+	}
+	sched, err := schedule.New(tasks(db, cfg, clk, eng), locker(db), log)
 	if err != nil {
 		return err
 	}
-	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion()})
+	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(), Outbox: eng})
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sched.Start()
-	defer sched.Stop()
-	err = srv.Serve(ctx, func(addr string) {
-		scheme := "http"
-		if cfg.TLS.CertFile != "" {
-			scheme = "https"
-		}
-		fmt.Fprintf(c.stdout, "syncdesk %s is running at %s://%s (database %s)\nPress Ctrl-C to stop.\n",
-			buildVersion(), scheme, addr, models.RedactDSN(cfg.DB))
-		log.Info("serving", "addr", addr, "db", models.Dialect(db))
-	})
+	stopped := make(chan struct{})
+	go func() { // at a stop, sends finish or hand back their leases while HTTP drains
+		<-ctx.Done()
+		_ = sched.Stop()
+		close(stopped)
+	}()
+	err = srv.Serve(ctx, func(addr string) { c.printStart(cfg, db, addr, log) })
+	stop()
+	<-stopped
 	log.Info("stopped")
 	return err
 }
 
+func (c *cli) printStart(cfg config.Config, db *gorm.DB, addr string, log *slog.Logger) {
+	scheme := "http"
+	if cfg.TLS.CertFile != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(c.stdout, "syncdesk %s is running at %s://%s (database %s)\n", buildVersion(), scheme, addr, models.RedactDSN(cfg.DB))
+	if cfg.Demo {
+		fmt.Fprintf(c.stdout, "Demo mode: sandbox CRM at %s and payment provider at %s, with faults on; records are seeded.\n",
+			cfg.Services["crm"].BaseURL, cfg.Services["payments"].BaseURL)
+	}
+	fmt.Fprintln(c.stdout, "Press Ctrl-C to stop.")
+	log.Info("serving", "addr", addr, "db", models.Dialect(db), "demo", cfg.Demo, "services", len(cfg.Services))
+}
+
+// connectors builds the HTTP connector of every configured service.
+func connectors(cfg config.Config, r *redact.Redactor) []outbox.Service {
+	var out []outbox.Service
+	for _, name := range cfg.ServiceNames() {
+		svc := cfg.Services[name]
+		out = append(out, outbox.Service{Name: name, Config: svc, Conn: connector.NewHTTP(name, svc, r, nil)})
+	}
+	return out
+}
+
+// seedDemo fills an empty database with the demo's records.
+func seedDemo(db *gorm.DB, eng *outbox.Engine) error {
+	var n int64
+	if err := db.Model(&models.Record{}).Count(&n).Error; err != nil || n > 0 {
+		return err
+	}
+	for _, r := range sandbox.DemoRecords() {
+		if _, err := eng.Upsert(context.Background(), r.Type, r.ID, []byte(r.Payload)); err != nil {
+			return fmt.Errorf("seed %s/%s: %w", r.Type, r.ID, err)
+		}
+	}
+	return nil
+}
+
 // tasks is the table of background tasks: name, period, one call each.
-func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock) []schedule.Task {
+func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine) []schedule.Task {
 	return []schedule.Task{
+		{Name: "send", Every: time.Second, Run: eng.Drain, EveryInstance: true},
+		{Name: "rescue-expired-leases", Every: 15 * time.Second, Run: func(ctx context.Context) error {
+			_, err := eng.Rescue(ctx)
+			return err
+		}},
+		{Name: "prune-attempts", Every: time.Hour, Run: func(ctx context.Context) error {
+			_, err := eng.PruneAttempts(ctx, cfg.AttemptRetention)
+			return err
+		}},
 		{Name: "prune-sessions", Every: 10 * time.Minute, Run: func(ctx context.Context) error {
 			_, err := models.PruneSessions(db.WithContext(ctx), clk.Now(), cfg.Session.IdleTimeout)
 			return err
@@ -339,12 +413,14 @@ func (c *cli) tokenCreate(name string) error {
 	return nil
 }
 
-func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
+// newLogger is the process log; every line goes through the redactor.
+func newLogger(cfg config.Log, w io.Writer, r *redact.Redactor) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: slog.Level(cfg.SlogLevel())}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(redact.NewHandler(h, r))
 }
 
 // buildVersion is the -ldflags version, or the VCS revision Go stamped in.

@@ -57,6 +57,7 @@ type Link struct {
 	LockedUntil     *time.Time
 	NeedsLookup     bool // an earlier attempt may have reached the provider: look up before creating
 	IdempotencyKey  string
+	CreatePayload   string // the create's body, frozen at its first attempt
 	LastError       string
 	LastHTTPCode    int `gorm:"column:last_http_code"`
 	PushedHash      string

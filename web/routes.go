@@ -47,5 +47,8 @@ func (s *Server) routes() error {
 	// The JSON API for the business application: a bearer token, no cookies, no CSRF.
 	api := e.Group("/api/v1", s.requireToken, noStore)
 	api.GET("/links", s.apiListLinks)
+	api.POST("/links/:id/sync", s.apiSyncLink)
+	api.PUT("/records/:type/:id", s.apiPutRecord)
+	api.GET("/records/:type/:id", s.apiGetRecord)
 	return nil
 }

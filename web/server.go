@@ -16,6 +16,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/outbox"
 )
 
 // Deps is what the web layer is given at start.
@@ -25,6 +26,8 @@ type Deps struct {
 	Clock   clock.Clock
 	Log     *slog.Logger
 	Version string
+	// Outbox is the sending engine the API and the pages ask to sync.
+	Outbox *outbox.Engine
 }
 
 // Server is the HTTP face of syncdesk.
@@ -34,6 +37,7 @@ type Server struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	version string
+	outbox  *outbox.Engine
 	echo    *echo.Echo
 }
 
@@ -45,7 +49,7 @@ func New(d Deps) (*Server, error) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, echo: echo.New()}
+	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, outbox: d.Outbox, echo: echo.New()}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError

@@ -34,6 +34,16 @@ type Config struct {
 	Log            Log      `yaml:"log"`
 	Session        Session  `yaml:"session"`
 	Login          Login    `yaml:"login"`
+	// Services are the external systems records are pushed to, by name.
+	Services map[string]Service `yaml:"services"`
+	// Redact lists extra JSON fields masked in logs and the attempt log, on
+	// top of the built-in ones (password, token, secret, card_number, …).
+	Redact []string `yaml:"redact"`
+	// AttemptRetention is how long the attempt log is kept.
+	AttemptRetention time.Duration `yaml:"attempt_retention"`
+	// Demo starts the sandbox providers and seeds records; on by default
+	// when no config file and no services are given.
+	Demo bool `yaml:"demo"`
 }
 
 // TLS makes the server speak HTTPS itself; cookies are then Secure.
@@ -73,6 +83,8 @@ func Default() Config {
 		Log:             Log{Level: "info", Format: "text"},
 		Session:         Session{IdleTimeout: 8 * time.Hour, AbsoluteTimeout: 7 * 24 * time.Hour},
 		Login:           Login{MaxFailures: 10, MaxFailuresPerIP: 50, Window: 15 * time.Minute},
+
+		AttemptRetention: 30 * 24 * time.Hour,
 	}
 }
 
@@ -103,6 +115,10 @@ func Load(path string, flags Overrides) (Config, error) {
 		if o.DB != "" {
 			cfg.DB = o.DB
 		}
+	}
+	for name, svc := range cfg.Services {
+		svc.applyDefaults()
+		cfg.Services[name] = svc
 	}
 	return cfg, cfg.Validate()
 }
@@ -136,7 +152,8 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"shutdown_timeout", c.ShutdownTimeout}, {"session.idle_timeout", c.Session.IdleTimeout},
-		{"session.absolute_timeout", c.Session.AbsoluteTimeout}, {"login.window", c.Login.Window}} {
+		{"session.absolute_timeout", c.Session.AbsoluteTimeout}, {"login.window", c.Login.Window},
+		{"attempt_retention", c.AttemptRetention}} {
 		if d.v <= 0 {
 			bad(d.name, "must be a positive duration such as 30s or 8h, got %v", d.v)
 		}
@@ -164,6 +181,9 @@ func (c Config) Validate() error {
 	case "text", "json":
 	default:
 		bad("log.format", "%q is not text or json", c.Log.Format)
+	}
+	for _, name := range c.ServiceNames() {
+		errs = append(errs, c.Services[name].validate(name)...)
 	}
 	return errors.Join(errs...)
 }

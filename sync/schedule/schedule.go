@@ -20,6 +20,9 @@ type Task struct {
 	Name  string
 	Every time.Duration
 	Run   func(ctx context.Context) error
+	// EveryInstance runs the task on every instance at once instead of one
+	// at a time: for work that is itself safe to share, like claiming links.
+	EveryInstance bool
 }
 
 // State is what the schedules page shows of a task.
@@ -64,7 +67,8 @@ func New(tasks []Task, locker gocron.Locker, log *slog.Logger) (*Scheduler, erro
 		}
 		s.state[t.Name] = &State{Name: t.Name, Every: t.Every}
 		j, err := gs.NewJob(gocron.DurationJob(t.Every), gocron.NewTask(s.wrap(t)),
-			gocron.WithName(t.Name), gocron.WithSingletonMode(gocron.LimitModeReschedule))
+			gocron.WithName(t.Name), gocron.WithSingletonMode(gocron.LimitModeReschedule),
+			gocron.WithDisabledDistributedJobLocker(t.EveryInstance))
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", t.Name, err)
 		}

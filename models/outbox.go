@@ -1,0 +1,296 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// LinkSpec is a link a record must have: one per routed service.
+type LinkSpec struct {
+	Service, ExternalKey, IdempotencyKey string
+}
+
+// EnsureLinks makes sure a record has a link per spec and queues each for a
+// push: new links start as new; finished ones (success, failed) go back to
+// new with a fresh attempt count. Links that are waiting or being sent keep
+// their state: the send reads the latest payload, and a link finished with an
+// older payload is re-queued by FinishLink.
+//
+// The unique index on (local_type, local_id, external_service) and ON
+// CONFLICT make this safe against concurrent callers: never a second link.
+func EnsureLinks(tx *gorm.DB, localType, localID string, specs []LinkSpec, now time.Time) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	links := make([]Link, len(specs))
+	for i, s := range specs {
+		links[i] = Link{LocalType: localType, LocalID: localID, ExternalService: s.Service, ExternalKey: s.ExternalKey,
+			IdempotencyKey: s.IdempotencyKey, Status: StatusNew, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+	}
+	finished := "external_map.status IN ('success', 'failed')"
+	return tx.Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "local_type"}, {Name: "local_id"}, {Name: "external_service"}},
+		DoUpdates: clause.Set{
+			{Column: clause.Column{Name: "status"}, Value: gorm.Expr("CASE WHEN " + finished + " THEN 'new' ELSE external_map.status END")},
+			{Column: clause.Column{Name: "attempts"}, Value: gorm.Expr("CASE WHEN " + finished + " THEN 0 ELSE external_map.attempts END")},
+			{Column: clause.Column{Name: "next_attempt_at"}, Value: gorm.Expr("CASE WHEN " + finished + " THEN excluded.next_attempt_at ELSE external_map.next_attempt_at END")},
+			{Column: clause.Column{Name: "updated_at"}, Value: gorm.Expr("excluded.updated_at")},
+		},
+	}).Create(&links).Error
+}
+
+// ClaimDue takes up to limit due links (new or retry, next attempt reached)
+// for one worker: status processing, lease owner and expiry set, the create
+// body frozen on links that have no remote object yet, and an in-progress row
+// per link. Services in skip are not claimed.
+//
+// On Postgres, FOR UPDATE SKIP LOCKED lets several instances claim at once
+// without ever handing one link to two of them; on SQLite the single UPDATE …
+// RETURNING runs under the database's one write lock, which does the same.
+func ClaimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, limit int, skip []string) ([]Link, error) {
+	var claimed []Link
+	err := db.Transaction(func(tx *gorm.DB) error {
+		skipSQL, args := "", []any{StatusProcessing, owner, now.Add(lease), now, StatusNew, StatusRetry, now}
+		if len(skip) > 0 {
+			skipSQL = " AND external_service NOT IN ?"
+			args = append(args, skip)
+		}
+		args = append(args, limit)
+		freeze := `create_payload = CASE WHEN external_map.external_id = '' AND external_map.create_payload = ''
+			THEN COALESCE((SELECT payload FROM records r WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id), '')
+			ELSE external_map.create_payload END`
+		due := `SELECT id FROM external_map WHERE status IN (?, ?) AND next_attempt_at <= ?` + skipSQL +
+			` ORDER BY next_attempt_at LIMIT ?`
+		var q string
+		if Dialect(tx) == Postgres {
+			q = `UPDATE external_map SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?, ` + freeze +
+				` WHERE id IN (` + due + ` FOR UPDATE SKIP LOCKED) RETURNING *`
+		} else {
+			q = `UPDATE external_map SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?, ` + freeze +
+				` WHERE id IN (` + due + `) RETURNING *`
+		}
+		if err := tx.Raw(q, args...).Scan(&claimed).Error; err != nil {
+			return fmt.Errorf("claim due links: %w", err)
+		}
+		if len(claimed) == 0 {
+			return nil
+		}
+		return holdInProgress(tx, claimed, owner, now, lease)
+	})
+	return claimed, err
+}
+
+// holdInProgress marks claimed links as in progress. A row left by "Sync now"
+// is taken over, keeping who asked and since when.
+func holdInProgress(tx *gorm.DB, links []Link, owner string, now time.Time, lease time.Duration) error {
+	rows := make([]InProgress, len(links))
+	for i, l := range links {
+		rows[i] = InProgress{ExternalService: l.ExternalService, LocalType: l.LocalType, LocalID: l.LocalID,
+			Holder: owner, StartedBy: "scheduler", StartedAt: now, ExpiresAt: now.Add(lease)}
+	}
+	return tx.Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "external_service"}, {Name: "local_type"}, {Name: "local_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"holder", "expires_at"}),
+	}).Create(&rows).Error
+}
+
+// LinkOutcome is what a send decided for one link.
+type LinkOutcome struct {
+	Link        Link   // as claimed (ID, lease owner, key)
+	Status      Status // success, retry or failed
+	ExternalID  string
+	PushedHash  string // success: the hash of what the provider now holds
+	Attempts    int
+	NextAttempt time.Time
+	NeedsLookup bool
+	LastError   string
+	LastHTTP    int
+	Calls       []Attempt
+}
+
+// FinishLinks writes a batch of outcomes in one transaction: the attempts,
+// each link's new state, and the release of its in-progress row. A link whose
+// lease was taken away meanwhile (rescued, then claimed again) keeps its new
+// owner's state; its attempts are still logged, because they happened.
+//
+// A success whose pushed hash no longer matches the record goes back to new:
+// the payload changed while it was being sent.
+func FinishLinks(db *gorm.DB, outcomes []LinkOutcome, now time.Time) (stale int, err error) {
+	err = db.Transaction(func(tx *gorm.DB) error {
+		stale = 0
+		var calls []Attempt
+		for _, o := range outcomes {
+			calls = append(calls, o.Calls...)
+		}
+		if len(calls) > 0 {
+			if err := tx.CreateInBatches(calls, 500).Error; err != nil {
+				return fmt.Errorf("log attempts: %w", err)
+			}
+		}
+		for _, o := range outcomes {
+			ok, err := finishOne(tx, o, now)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				stale++
+			}
+		}
+		return releaseInProgress(tx, outcomes)
+	})
+	return stale, err
+}
+
+func finishOne(tx *gorm.DB, o LinkOutcome, now time.Time) (bool, error) {
+	status := gorm.Expr("?", o.Status)
+	if o.Status == StatusSuccess {
+		status = gorm.Expr(`CASE WHEN (SELECT content_hash FROM records r WHERE r.local_type = external_map.local_type
+			AND r.local_id = external_map.local_id) = ? THEN ? ELSE ? END`, o.PushedHash, StatusSuccess, StatusNew)
+	}
+	updates := map[string]any{
+		"status": status, "attempts": o.Attempts, "next_attempt_at": o.NextAttempt, "needs_lookup": o.NeedsLookup,
+		"last_error": o.LastError, "last_http_code": o.LastHTTP, "lease_owner": "", "locked_until": nil, "updated_at": now,
+	}
+	if o.Status == StatusSuccess {
+		updates["external_id"] = o.ExternalID
+		updates["pushed_hash"] = o.PushedHash
+		updates["create_payload"] = ""
+		updates["attempts"] = 0
+	}
+	// The compare-and-set on status and lease owner: only the worker that
+	// holds the lease may write the link's outcome.
+	res := tx.Model(&Link{}).Where("id = ? AND status = ? AND lease_owner = ?", o.Link.ID, StatusProcessing, o.Link.LeaseOwner).
+		Updates(updates)
+	if res.Error != nil {
+		return false, fmt.Errorf("finish link %d: %w", o.Link.ID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+func releaseInProgress(tx *gorm.DB, outcomes []LinkOutcome) error {
+	if len(outcomes) == 0 {
+		return nil
+	}
+	var conds []string
+	var args []any
+	for _, o := range outcomes {
+		conds = append(conds, "(external_service = ? AND local_type = ? AND local_id = ? AND holder = ?)")
+		args = append(args, o.Link.ExternalService, o.Link.LocalType, o.Link.LocalID, o.Link.LeaseOwner)
+	}
+	return tx.Where(strings.Join(conds, " OR "), args...).Delete(&InProgress{}).Error
+}
+
+// ErrInProgress means a sync of the same (service, type, id) is already
+// requested or running.
+var ErrInProgress = errors.New("already in progress")
+
+// InProgressError says who holds the in-progress row and since when.
+type InProgressError struct{ Row InProgress }
+
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("already in progress since %s, started by %s", e.Row.StartedAt.UTC().Format("15:04:05"), e.Row.StartedBy)
+}
+
+// Unwrap lets errors.Is(err, ErrInProgress) match.
+func (e *InProgressError) Unwrap() error { return ErrInProgress }
+
+// RequestSync takes the in-progress row of a link's (service, type, id) for
+// who, and makes the link due now. A row that is held and not expired wins:
+// the request changes nothing and gets an *InProgressError. An expired row is
+// taken over. The insert's conflict on the primary key decides races.
+func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time.Duration) (*Link, error) {
+	var link *Link
+	err := db.Transaction(func(tx *gorm.DB) error {
+		var err error
+		if link, err = LinkByID(tx, linkID); err != nil {
+			return err
+		}
+		row := InProgress{ExternalService: link.ExternalService, LocalType: link.LocalType, LocalID: link.LocalID,
+			Holder: "request", StartedBy: who, StartedAt: now, ExpiresAt: now.Add(hold)}
+		res := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "external_service"}, {Name: "local_type"}, {Name: "local_id"}},
+			DoUpdates: clause.AssignmentColumns([]string{"holder", "started_by", "started_at", "expires_at"}),
+			Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "in_progress.expires_at <= ?", Vars: []any{now}}}},
+		}).Create(&row)
+		if res.Error != nil {
+			return fmt.Errorf("take in-progress row: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			var held InProgress
+			if err := tx.Where("external_service = ? AND local_type = ? AND local_id = ?",
+				link.ExternalService, link.LocalType, link.LocalID).Take(&held).Error; err != nil {
+				return fmt.Errorf("read in-progress row: %w", err)
+			}
+			return &InProgressError{Row: held}
+		}
+		// A link being sent is left to its worker (its lease expired, or the
+		// row would have been held); the rescuer hands it back.
+		return tx.Model(&Link{}).Where("id = ? AND status <> ?", link.ID, StatusProcessing).Updates(map[string]any{
+			"status": StatusNew, "next_attempt_at": now, "updated_at": now,
+			"attempts": gorm.Expr("CASE WHEN status = ? THEN 0 ELSE attempts END", StatusFailed),
+		}).Error
+	})
+	return link, err
+}
+
+// ExpiredLease is a processing link whose worker's lease has run out.
+type ExpiredLease struct {
+	ID              int64
+	LeaseOwner      string
+	Attempts        int
+	ExternalID      string
+	ExternalService string
+	LocalType       string
+	LocalID         string
+	IdempotencyKey  string
+}
+
+// ExpiredLeases lists up to limit links whose lease ran out before now.
+func ExpiredLeases(db *gorm.DB, now time.Time, limit int) ([]ExpiredLease, error) {
+	var out []ExpiredLease
+	err := db.Model(&Link{}).Select("id, lease_owner, attempts, external_id, external_service, local_type, local_id, idempotency_key").
+		Where("status = ? AND locked_until < ?", StatusProcessing, now).Order("locked_until").Limit(limit).Scan(&out).Error
+	return out, err
+}
+
+// ReleaseExpired returns one expired link to retry, its lost attempt logged
+// as ambiguous, so that the next attempt looks the object up before creating
+// it. It is a compare-and-set on status and lease owner: a link its worker
+// finished after ExpiredLeases read it is left alone (false).
+func ReleaseExpired(db *gorm.DB, e ExpiredLease, attempt Attempt, now time.Time) (bool, error) {
+	released := false
+	err := db.Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&Link{}).Where("id = ? AND status = ? AND lease_owner = ?", e.ID, StatusProcessing, e.LeaseOwner).
+			Updates(map[string]any{"status": StatusRetry, "needs_lookup": gorm.Expr("external_id = ''"),
+				"attempts": e.Attempts + 1, "next_attempt_at": now, "lease_owner": "", "locked_until": nil,
+				"last_error": attempt.Error, "last_http_code": 0, "updated_at": now})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		released = true
+		if err := tx.Create(&attempt).Error; err != nil {
+			return err
+		}
+		return tx.Where("external_service = ? AND local_type = ? AND local_id = ? AND holder = ?",
+			e.ExternalService, e.LocalType, e.LocalID, e.LeaseOwner).Delete(&InProgress{}).Error
+	})
+	return released, err
+}
+
+// PruneAttempts deletes up to batch attempts older than before and returns
+// how many went.
+func PruneAttempts(db *gorm.DB, before time.Time, batch int) (int64, error) {
+	res := db.Where("id IN (?)", db.Model(&Attempt{}).Select("id").Where("created_at < ?", before).Limit(batch)).Delete(&Attempt{})
+	return res.RowsAffected, res.Error
+}
+
+// LinkAttempts returns a link's attempts, oldest first.
+func LinkAttempts(db *gorm.DB, linkID int64) ([]Attempt, error) {
+	var out []Attempt
+	return out, db.Where("link_id = ?", linkID).Order("id").Find(&out).Error
+}

@@ -1,0 +1,205 @@
+package config
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Service is one external system syncdesk pushes records to, configured
+// entirely in YAML: no Go code per provider.
+type Service struct {
+	// Kind is the connector: "http" is the only one so far.
+	Kind    string `yaml:"kind"`
+	BaseURL string `yaml:"base_url"`
+	// Headers are sent on every call. ${VAR} is replaced from the
+	// environment at start; the expanded values live only in memory.
+	Headers map[string]string `yaml:"headers"`
+	// IdempotencyHeader names the header that carries the Idempotency-Key
+	// on creates; "" means the provider ignores such keys.
+	IdempotencyHeader string        `yaml:"idempotency_header"`
+	Timeout           time.Duration `yaml:"timeout"`
+	Retry             Retry         `yaml:"retry"`
+	// LookupBeforeCreate makes every create look the key up first, not only
+	// after an attempt whose outcome is unknown.
+	LookupBeforeCreate bool `yaml:"lookup_before_create"`
+	// Objects routes local types to this service.
+	Objects map[string]Object `yaml:"objects"`
+}
+
+// Retry bounds the retries of temporary failures.
+type Retry struct {
+	MaxAttempts int           `yaml:"max_attempts"`
+	Base        time.Duration `yaml:"base"`
+	Max         time.Duration `yaml:"max"`
+}
+
+// Object says how one local type maps onto the provider's API.
+type Object struct {
+	// Remote names the provider's object in operation names ("deal" → deal.create).
+	Remote string `yaml:"remote"`
+	// ExternalKey is our stable key template; {local_id} and {local_type} are filled in.
+	ExternalKey string `yaml:"external_key"`
+	// KeyField is where the key goes in the body, and where lookups and lists carry it.
+	KeyField string `yaml:"key_field"`
+	// IDField is where the provider's id sits in its responses.
+	IDField string `yaml:"id_field"`
+	Create  string `yaml:"create"` // "POST /deals"
+	Update  string `yaml:"update"` // "PUT /deals/{external_id}"
+	Lookup  string `yaml:"lookup"` // "GET /deals?external_key={external_key}"; "" = cannot look up
+	List    string `yaml:"list"`   // "GET /deals?cursor={cursor}"; "" = cannot list
+}
+
+// Endpoint is a parsed "METHOD /path?query" template.
+type Endpoint struct{ Method, Path string }
+
+// ParseEndpoint reads "METHOD /path" into an Endpoint.
+func ParseEndpoint(s string) (Endpoint, error) {
+	method, path, ok := strings.Cut(strings.TrimSpace(s), " ")
+	method = strings.ToUpper(method)
+	path = strings.TrimSpace(path)
+	switch {
+	case !ok || !strings.HasPrefix(path, "/"):
+		return Endpoint{}, fmt.Errorf("%q is not METHOD /path", s)
+	case method != http.MethodGet && method != http.MethodPost && method != http.MethodPut && method != http.MethodPatch:
+		return Endpoint{}, fmt.Errorf("%q: method must be GET, POST, PUT or PATCH", s)
+	}
+	return Endpoint{Method: method, Path: path}, nil
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// ExpandEnv replaces ${VAR} with the environment's value and reports the
+// variables that are not set.
+func ExpandEnv(s string) (string, []string) {
+	var missing []string
+	out := envRef.ReplaceAllStringFunc(s, func(m string) string {
+		name := envRef.FindStringSubmatch(m)[1]
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	return out, missing
+}
+
+// applyServiceDefaults fills what a service left unsaid.
+func (s *Service) applyDefaults() {
+	if s.Kind == "" {
+		s.Kind = "http"
+	}
+	if s.Timeout == 0 {
+		s.Timeout = 10 * time.Second
+	}
+	if s.Retry.MaxAttempts == 0 {
+		s.Retry.MaxAttempts = 6
+	}
+	if s.Retry.Base == 0 {
+		s.Retry.Base = 2 * time.Second
+	}
+	if s.Retry.Max == 0 {
+		s.Retry.Max = 15 * time.Minute
+	}
+	for name, o := range s.Objects {
+		if o.KeyField == "" {
+			o.KeyField = "external_key"
+		}
+		if o.IDField == "" {
+			o.IDField = "id"
+		}
+		if o.Remote == "" {
+			o.Remote = name
+		}
+		if o.ExternalKey == "" {
+			o.ExternalKey = "{local_type}_{local_id}"
+		}
+		s.Objects[name] = o
+	}
+}
+
+var serviceName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
+
+// validate checks one service and names the first bad setting.
+func (s Service) validate(name string) []error {
+	var errs []error
+	bad := func(setting, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("setting services.%s.%s: %s", name, setting, fmt.Sprintf(format, a...)))
+	}
+	if !serviceName.MatchString(name) {
+		bad("", "a service name is lower-case letters, digits, - and _ (got %q)", name)
+	}
+	if s.Kind != "http" {
+		bad("kind", "%q is not a known connector (http)", s.Kind)
+	}
+	if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("base_url", "%q is not an http(s) URL", s.BaseURL)
+	}
+	for h, v := range s.Headers {
+		if _, missing := ExpandEnv(v); len(missing) > 0 {
+			bad("headers."+h, "environment variable %s is not set", strings.Join(missing, ", "))
+		}
+	}
+	if s.Timeout < 0 {
+		bad("timeout", "must be positive")
+	}
+	if s.Retry.MaxAttempts < 1 || s.Retry.MaxAttempts > 100 {
+		bad("retry.max_attempts", "must be between 1 and 100, got %d", s.Retry.MaxAttempts)
+	}
+	if s.Retry.Base <= 0 || s.Retry.Max < s.Retry.Base {
+		bad("retry", "base must be positive and max at least base")
+	}
+	if len(s.Objects) == 0 {
+		bad("objects", "route at least one local type to the service")
+	}
+	for _, typ := range sortedKeys(s.Objects) {
+		o := s.Objects[typ]
+		for field, v := range map[string]string{"create": o.Create, "update": o.Update, "lookup": o.Lookup, "list": o.List} {
+			if v == "" && (field == "lookup" || field == "list") {
+				continue
+			}
+			if _, err := ParseEndpoint(v); err != nil {
+				bad("objects."+typ+"."+field, "%v", err)
+			}
+		}
+		if !strings.Contains(o.Update, "{external_id}") {
+			bad("objects."+typ+".update", "the path needs {external_id}")
+		}
+		if o.Lookup != "" && !strings.Contains(o.Lookup, "{external_key}") {
+			bad("objects."+typ+".lookup", "the path needs {external_key}")
+		}
+		if !strings.Contains(o.ExternalKey, "{local_id}") {
+			bad("objects."+typ+".external_key", "the key template needs {local_id} to be unique per record")
+		}
+	}
+	return errs
+}
+
+// Routes returns the services a local type is routed to, sorted.
+func (c Config) Routes(localType string) []string {
+	var out []string
+	for name, s := range c.Services {
+		if _, ok := s.Objects[localType]; ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ServiceNames returns the configured services, sorted.
+func (c Config) ServiceNames() []string { return sortedKeys(c.Services) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

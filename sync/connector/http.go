@@ -1,0 +1,312 @@
+package connector
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/redact"
+)
+
+// Call is what one outgoing request did: the attempt log's row, before the
+// engine adds who and when.
+type Call struct {
+	Operation      string // e.g. deal.create
+	IdempotencyKey string
+	HTTPCode       int
+	Duration       time.Duration
+	Class          Class
+	Ambiguous      bool
+	RetryAfter     time.Duration
+	ExternalID     string   // the provider's id of the object created, updated or found
+	Found          []string // lookup: the ids of every object carrying the key
+	Error          string   // a short reason in words, redacted
+	Request        string   // redacted excerpt
+	Response       string   // redacted excerpt
+}
+
+// Page is one page of a provider's objects.
+type Page struct {
+	Items      []map[string]any
+	NextCursor string
+}
+
+// maxBody bounds what is read of a provider's answer.
+const maxBody = 4 << 20
+
+// excerptLen bounds the request and response excerpts in the attempt log.
+const excerptLen = 2048
+
+// HTTP is the connector for any JSON-over-HTTP provider, driven by its
+// config.Service. Safe for concurrent use.
+type HTTP struct {
+	name    string
+	svc     config.Service
+	headers http.Header
+	client  *http.Client
+	redact  *redact.Redactor
+	now     func() time.Time
+}
+
+// NewHTTP builds the connector of a service. Headers' ${VAR} references are
+// expanded here, once; the values stay in memory only.
+func NewHTTP(name string, svc config.Service, r *redact.Redactor, transport http.RoundTripper) *HTTP {
+	h := http.Header{}
+	for k, v := range svc.Headers {
+		expanded, _ := config.ExpandEnv(v)
+		h.Set(k, expanded)
+	}
+	if transport == nil {
+		transport = &http.Transport{MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second,
+			ResponseHeaderTimeout: svc.Timeout}
+	}
+	return &HTTP{name: name, svc: svc, headers: h, redact: r, now: time.Now,
+		client: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse // a redirect on a write is the provider's problem to report, not ours to follow
+		}}}
+}
+
+// CanLookup reports whether the service can find an object by our key.
+func (c *HTTP) CanLookup(localType string) bool { return c.svc.Objects[localType].Lookup != "" }
+
+// CanList reports whether the service can list its objects.
+func (c *HTTP) CanList(localType string) bool { return c.svc.Objects[localType].List != "" }
+
+// Create asks the provider to create an object from body, carrying the
+// idempotency key when the service honours one.
+func (c *HTTP) Create(ctx context.Context, localType string, body []byte, idemKey string) Call {
+	obj := c.svc.Objects[localType]
+	hdr := http.Header{}
+	if c.svc.IdempotencyHeader != "" && idemKey != "" {
+		hdr.Set(c.svc.IdempotencyHeader, idemKey)
+	}
+	call, resp := c.do(ctx, obj.Remote+".create", obj.Create, nil, body, hdr)
+	call.IdempotencyKey = idemKey
+	if call.Class == OK {
+		call.ExternalID = stringAt(resp, obj.IDField)
+		if call.ExternalID == "" {
+			call.Class, call.Error = Permanent, fmt.Sprintf("the answer carries no %q field with the new object's id", obj.IDField)
+		}
+	}
+	return call
+}
+
+// Update sends the full desired state of an existing object.
+func (c *HTTP) Update(ctx context.Context, localType, externalID string, body []byte) Call {
+	obj := c.svc.Objects[localType]
+	call, resp := c.do(ctx, obj.Remote+".update", obj.Update, map[string]string{"external_id": externalID}, body, nil)
+	if call.Class == OK {
+		call.ExternalID = externalID
+		if id := stringAt(resp, obj.IDField); id != "" {
+			call.ExternalID = id
+		}
+	}
+	return call
+}
+
+// Lookup finds every object carrying our key. A 404 means none.
+func (c *HTTP) Lookup(ctx context.Context, localType, key string) Call {
+	obj := c.svc.Objects[localType]
+	call, resp := c.do(ctx, obj.Remote+".lookup", obj.Lookup, map[string]string{"external_key": key}, nil, nil)
+	if call.HTTPCode == http.StatusNotFound {
+		call.Class, call.Error = OK, ""
+		return call
+	}
+	for _, item := range items(resp) {
+		if fmt.Sprint(valueAt(item, obj.KeyField)) == key { // a provider's search may be loose: trust only exact keys
+			if id := stringAt(item, obj.IDField); id != "" {
+				call.Found = append(call.Found, id)
+			}
+		}
+	}
+	if len(call.Found) == 1 {
+		call.ExternalID = call.Found[0]
+	}
+	return call
+}
+
+// List reads one page of the provider's objects.
+func (c *HTTP) List(ctx context.Context, localType, cursor string) (Page, Call) {
+	obj := c.svc.Objects[localType]
+	call, resp := c.do(ctx, obj.Remote+".list", obj.List, map[string]string{"cursor": cursor}, nil, nil)
+	var p Page
+	if call.Class == OK {
+		p.Items = items(resp)
+		if m, ok := resp.(map[string]any); ok {
+			p.NextCursor, _ = m["next_cursor"].(string)
+		}
+	}
+	return p, call
+}
+
+// do sends one request and classifies what came back. The request body is
+// deliberately not replayable: Go's transport silently re-sends a request
+// that has an Idempotency-Key header when a reused connection drops, and
+// then one logged attempt would hide two sends. Without GetBody it cannot,
+// so every send is one attempt in the log.
+func (c *HTTP) do(ctx context.Context, op, endpoint string, vars map[string]string, body []byte, extra http.Header) (Call, any) {
+	call := Call{Operation: op}
+	ep, err := config.ParseEndpoint(endpoint)
+	if err != nil {
+		call.Class, call.Error = Permanent, "misconfigured endpoint: "+err.Error()
+		return call, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.svc.Timeout)
+	defer cancel()
+	var wrote bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) { wrote = i.Err == nil },
+	})
+	req, err := http.NewRequestWithContext(ctx, ep.Method, c.svc.BaseURL+fill(ep.Path, vars), nil)
+	if err != nil {
+		call.Class, call.Error = Permanent, "bad request URL: "+err.Error()
+		return call, nil
+	}
+	for k, v := range c.headers {
+		req.Header[k] = v
+	}
+	for k, v := range extra {
+		req.Header[k] = v
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "syncdesk")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+	}
+	call.Request = c.excerpt(req.Method+" "+req.URL.RequestURI(), req.Header, body)
+
+	start := c.now()
+	res, err := c.client.Do(req)
+	call.Duration = c.now().Sub(start)
+	if err != nil {
+		call.Class, call.Ambiguous = Classify(0, err, wrote)
+		call.Error = c.redact.Text(Describe(err, wrote, c.svc.Timeout))
+		return call, nil
+	}
+	defer res.Body.Close()
+	raw, readErr := io.ReadAll(io.LimitReader(res.Body, maxBody))
+	call.HTTPCode = res.StatusCode
+	call.Class, call.Ambiguous = Classify(res.StatusCode, nil, true)
+	call.Response = c.excerpt(res.Proto+" "+res.Status, res.Header, raw)
+	if call.Class == OK && readErr != nil {
+		// The provider said yes but the body was cut: the object exists, its id is unknown.
+		call.Class, call.Ambiguous = Temporary, true
+		call.Error = "the answer was cut off; whether it took effect is unknown"
+		return call, nil
+	}
+	var decoded any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	_ = dec.Decode(&decoded)
+	if call.Class != OK {
+		call.RetryAfter = RetryAfter(res.Header.Get("Retry-After"), c.now(), c.svc.Retry.Max)
+		call.Error = c.redact.Excerpt(c.redact.Text(fmt.Sprintf("HTTP %d: %s", res.StatusCode, providerMessage(decoded, raw))), 300)
+	}
+	return call, decoded
+}
+
+// excerpt renders a request or response for the attempt log, redacted first
+// and cut after, so that a cut can never expose half a secret to the patterns.
+func (c *HTTP) excerpt(line string, h http.Header, body []byte) string {
+	var b strings.Builder
+	b.WriteString(c.redact.Text(line))
+	b.WriteString("\n")
+	b.WriteString(c.redact.Headers(h))
+	if len(body) > 0 {
+		b.WriteString("\n\n")
+		b.Write(c.redact.JSON(body))
+	}
+	return c.redact.Excerpt(b.String(), excerptLen)
+}
+
+// fill substitutes {name} in a path template, escaping each value for where
+// it stands: the path or the query.
+func fill(tmpl string, vars map[string]string) string {
+	path, query, hasQuery := strings.Cut(tmpl, "?")
+	for k, v := range vars {
+		path = strings.ReplaceAll(path, "{"+k+"}", url.PathEscape(v))
+		query = strings.ReplaceAll(query, "{"+k+"}", url.QueryEscape(v))
+	}
+	if hasQuery {
+		return path + "?" + query
+	}
+	return path
+}
+
+// providerMessage picks the provider's own words out of an error answer.
+func providerMessage(decoded any, raw []byte) string {
+	if m, ok := decoded.(map[string]any); ok {
+		for _, k := range []string{"error", "message", "detail", "error_description"} {
+			switch v := m[k].(type) {
+			case string:
+				return v
+			case map[string]any:
+				if s, ok := v["message"].(string); ok {
+					return s
+				}
+			}
+		}
+	}
+	s := strings.TrimSpace(string(raw))
+	if s == "" {
+		return http.StatusText(0)
+	}
+	return s
+}
+
+// items returns the objects of a list answer: a bare array, {"items": […]},
+// {"data": […]}, or one object.
+func items(v any) []map[string]any {
+	var list []any
+	switch t := v.(type) {
+	case []any:
+		list = t
+	case map[string]any:
+		if l, ok := t["items"].([]any); ok {
+			list = l
+		} else if l, ok := t["data"].([]any); ok {
+			list = l
+		} else {
+			return []map[string]any{t}
+		}
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, it := range list {
+		if m, ok := it.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// valueAt reads a dotted path ("id", "data.id") from a decoded JSON value.
+func valueAt(v any, path string) any {
+	for _, part := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[part]
+	}
+	return v
+}
+
+func stringAt(v any, path string) string {
+	switch x := valueAt(v, path).(type) {
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	}
+	return ""
+}

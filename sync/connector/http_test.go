@@ -1,0 +1,140 @@
+package connector
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/redact"
+)
+
+func service(url string) config.Service {
+	return config.Service{Kind: "http", BaseURL: url, Timeout: 5 * time.Second, IdempotencyHeader: "Idempotency-Key",
+		Retry: config.Retry{MaxAttempts: 3, Base: time.Second, Max: time.Minute},
+		Objects: map[string]config.Object{"order": {Remote: "deal", ExternalKey: "site_order_{local_id}", KeyField: "external_key",
+			IDField: "data.id", Create: "POST /deals", Update: "PUT /deals/{external_id}",
+			Lookup: "GET /deals/search?key={external_key}", List: "GET /deals?cursor={cursor}"}}}
+}
+
+// Go's transport re-sends, on its own, a request with an Idempotency-Key
+// header when a reused connection drops before the answer. The connector
+// must not let it: every send is one logged attempt.
+func TestADroppedReusedConnectionIsOneAttemptNotASilentResend(t *testing.T) {
+	var seen atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if seen.Add(1) == 2 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // committed or not, the answer is lost
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"data":{"id":"d1"}}`))
+	}))
+	defer srv.Close()
+	c := NewHTTP("crm", service(srv.URL), redact.New(nil), nil)
+
+	first := c.Create(context.Background(), "order", []byte(`{"title":"a"}`), "order-1-create")
+	require.Equal(t, OK, first.Class, first.Error)
+	require.Equal(t, "d1", first.ExternalID)
+
+	second := c.Create(context.Background(), "order", []byte(`{"title":"b"}`), "order-2-create")
+	require.Equal(t, Temporary, second.Class)
+	require.True(t, second.Ambiguous, "the request was written; its outcome is unknown")
+	require.Contains(t, second.Error, "whether it took effect is unknown")
+	require.EqualValues(t, 2, seen.Load(), "the provider saw each send once; no hidden re-send")
+}
+
+func TestLookupCreateUpdateListAgainstAProvider(t *testing.T) {
+	var gotKey, gotAuth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == "GET" && r.URL.Path == "/deals/search":
+			gotKey = r.URL.Query().Get("key")
+			// A loose search: one exact match, one near miss.
+			json.NewEncoder(w).Encode(map[string]any{"items": []any{
+				map[string]any{"data": map[string]any{"id": "d9"}, "external_key": "site_order_1&x"},
+				map[string]any{"data": map[string]any{"id": "d7"}, "external_key": "site_order_10"},
+			}})
+		case r.Method == "POST":
+			gotKey, gotAuth = r.Header.Get("Idempotency-Key"), r.Header.Get("Authorization")
+			w.WriteHeader(201)
+			w.Write([]byte(`{"data":{"id":42}}`))
+		case r.Method == "PUT" && r.URL.EscapedPath() == "/deals/d%2F7":
+			w.Write([]byte(`{"data":{"id":"d/7"}}`))
+		case r.Method == "GET" && r.URL.Path == "/deals":
+			w.Write([]byte(`{"items":[{"data":{"id":"d1"}}],"next_cursor":"c2"}`))
+		default:
+			w.WriteHeader(404)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("TEST_CRM_TOKEN", "s3cr3t-value")
+	svc := service(srv.URL)
+	svc.Headers = map[string]string{"Authorization": "Bearer ${TEST_CRM_TOKEN}"}
+	c := NewHTTP("crm", svc, redact.New(nil), nil)
+	ctx := context.Background()
+
+	l := c.Lookup(ctx, "order", "site_order_1&x")
+	require.Equal(t, OK, l.Class, l.Error)
+	require.Equal(t, "site_order_1&x", gotKey, "the key is escaped in the query")
+	require.Equal(t, []string{"d9"}, l.Found, "only exact key matches count")
+	require.Equal(t, "deal.lookup", l.Operation)
+
+	cr := c.Create(ctx, "order", []byte(`{"title":"a"}`), "order-1-create")
+	require.Equal(t, "42", cr.ExternalID, "numeric ids are read as text")
+	require.Equal(t, "order-1-create", gotKey)
+	require.Equal(t, "Bearer s3cr3t-value", gotAuth)
+	require.NotContains(t, cr.Request, "s3cr3t-value")
+
+	up := c.Update(ctx, "order", "d/7", []byte(`{"title":"b"}`))
+	require.Equal(t, OK, up.Class, up.Error)
+	require.Equal(t, "d/7", up.ExternalID)
+
+	page, call := c.List(ctx, "order", "")
+	require.Equal(t, OK, call.Class)
+	require.Len(t, page.Items, 1)
+	require.Equal(t, "c2", page.NextCursor)
+}
+
+func TestHangPastTheTimeoutIsAmbiguous(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	svc := service(srv.URL)
+	svc.Timeout = 300 * time.Millisecond
+	c := NewHTTP("crm", svc, redact.New(nil), nil)
+	start := time.Now()
+	call := c.Create(context.Background(), "order", []byte(`{}`), "k")
+	require.Less(t, time.Since(start), 2*time.Second)
+	require.Equal(t, Temporary, call.Class)
+	require.True(t, call.Ambiguous)
+	require.Contains(t, call.Error, "no answer within 300ms")
+}
+
+func TestLookup404MeansNotFoundAndRefusedIsNotAmbiguous(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	c := NewHTTP("crm", service(srv.URL), redact.New(nil), nil)
+	l := c.Lookup(context.Background(), "order", "site_order_1")
+	require.Equal(t, OK, l.Class, "%+v", l)
+	require.Empty(t, l.Found)
+	srv.Close()
+	call := c.Create(context.Background(), "order", []byte(`{}`), "k")
+	require.Equal(t, Temporary, call.Class)
+	require.False(t, call.Ambiguous, "a refused connection sent nothing")
+	require.Contains(t, call.Error, "connection refused")
+}

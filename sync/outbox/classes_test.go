@@ -1,0 +1,174 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/sandbox"
+)
+
+func TestErrorClasses(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		t.Run("422 fails after exactly one attempt with the provider's words", func(t *testing.T) {
+			e := setup(t, db)
+			e.upsert("payment", "422", `{"amount":-5,"currency":"EUR"}`)
+			e.settle(e.eng)
+			l := e.link("payment", "422", "payments")
+			require.Equal(t, models.StatusFailed, l.Status)
+			require.Len(t, e.attempts(l.ID), 1)
+			require.Equal(t, 422, l.LastHTTPCode)
+			require.Contains(t, l.LastError, "HTTP 422: ")
+			require.Contains(t, l.LastError, "amount")
+		})
+		t.Run("503 forever makes exactly max_attempts attempts, then fails", func(t *testing.T) {
+			e := setup(t, db)
+			e.pay.SetOptions(sandbox.Options{Rate5xx: 1})
+			e.upsert(payment(503))
+			e.settle(e.eng)
+			l := e.link("payment", "503", "payments")
+			require.Equal(t, models.StatusFailed, l.Status)
+			require.Len(t, e.attempts(l.ID), 6)
+			require.Contains(t, l.LastError, "gave up after 6 attempts")
+			require.Zero(t, e.pay.CountByKey("site_payment_503"))
+		})
+		t.Run("429 with Retry-After: 7 waits at least 7 s", func(t *testing.T) {
+			e := setup(t, db)
+			e.crm.Script(sandbox.TooMany(7 * time.Second))
+			e.upsert(order(429))
+			require.NoError(t, e.eng.Drain(context.Background()))
+			l := e.link("order", "429", "crm")
+			require.Equal(t, models.StatusRetry, l.Status)
+			require.Equal(t, e.clock.Now().Add(7*time.Second), l.NextAttemptAt.UTC())
+			require.False(t, l.NeedsLookup, "a 429 did not create anything")
+
+			e.clock.Advance(6 * time.Second)
+			require.NoError(t, e.eng.Drain(context.Background()))
+			require.Equal(t, models.StatusRetry, e.link("order", "429", "crm").Status, "not before +7 s")
+			e.clock.Advance(time.Second)
+			require.NoError(t, e.eng.Drain(context.Background()))
+			require.Equal(t, models.StatusSuccess, e.link("order", "429", "crm").Status)
+		})
+	})
+}
+
+// poisonConn fails one key forever and panics on another; the rest pass through.
+type poisonConn struct {
+	Connector
+	panics atomic.Int32
+}
+
+func (c *poisonConn) Create(ctx context.Context, typ string, body []byte, key string) connector.Call {
+	switch {
+	case key == "order-poison-create":
+		return connector.Call{Operation: "deal.create", Class: connector.Temporary, HTTPCode: 503, Error: "HTTP 503: down for this one"}
+	case key == "order-panic-create":
+		c.panics.Add(1)
+		panic("connector bug")
+	}
+	return c.Connector.Create(ctx, typ, body, key)
+}
+
+func TestPoisonRecordsDoNotStopTheQueue(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		pc := &poisonConn{Connector: e.svcs[0].Conn}
+		e.svcs[0].Conn = pc
+		e.svcs[0].Config.LookupBeforeCreate = false
+		eng := e.engine(db, Options{Concurrency: 8})
+		for i := range 100 {
+			_, err := eng.Upsert(context.Background(), "order", fmt.Sprint(i), []byte(fmt.Sprintf(`{"title":"Order %d"}`, i)))
+			require.NoError(t, err)
+		}
+		for _, id := range []string{"poison", "panic"} {
+			_, err := eng.Upsert(context.Background(), "order", id, []byte(`{"title":"Bad"}`))
+			require.NoError(t, err)
+		}
+		e.settle(eng)
+
+		var ok int64
+		db.Model(&models.Link{}).Where("status = ?", models.StatusSuccess).Count(&ok)
+		require.EqualValues(t, 100, ok)
+		for _, id := range []string{"poison", "panic"} {
+			l := e.link("order", id, "crm")
+			require.Equal(t, models.StatusFailed, l.Status)
+			require.Len(t, e.attempts(l.ID), 6, id)
+		}
+		require.Contains(t, e.link("order", "panic", "crm").LastError, "the connector crashed: connector bug")
+		require.EqualValues(t, 6, pc.panics.Load(), "each panic failed one attempt, not the worker")
+	})
+}
+
+// The rescuer reads an expired lease, then the worker finishes the link, then
+// the rescuer's release runs: it must change nothing.
+func TestRescueRaceLeavesAFinishedLinkAlone(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.upsert(order(1))
+		claimed, err := models.ClaimDue(db, "slow-worker/1", e.clock.Now(), time.Minute, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+
+		e.clock.Advance(2 * time.Minute)
+		expired, err := models.ExpiredLeases(db, e.clock.Now(), 10)
+		require.NoError(t, err)
+		require.Len(t, expired, 1)
+
+		out := e.eng.send(context.Background(), job{link: claimed[0], payload: `{"title":"Order 1","total":"11.00"}`,
+			hash: models.HashPayload(`{"title":"Order 1","total":"11.00"}`)})
+		stale, err := models.FinishLinks(db, []models.LinkOutcome{out}, e.clock.Now())
+		require.NoError(t, err)
+		require.Zero(t, stale)
+
+		n, err := e.eng.release(context.Background(), expired)
+		require.NoError(t, err)
+		require.Zero(t, n, "the rescuer must change 0 rows")
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status)
+		for _, a := range e.attempts(l.ID) {
+			require.NotEqual(t, "lease.expired", a.Operation)
+		}
+	})
+}
+
+// payloadChanger changes the record while its create is in flight.
+type payloadChanger struct {
+	Connector
+	change func()
+}
+
+func (c payloadChanger) Create(ctx context.Context, typ string, body []byte, key string) connector.Call {
+	call := c.Connector.Create(ctx, typ, body, key)
+	c.change()
+	return call
+}
+
+func TestPayloadChangedWhileSendingIsPushedAgain(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		var eng *Engine
+		e.svcs[0].Conn = payloadChanger{Connector: e.svcs[0].Conn, change: func() {
+			_, err := eng.Upsert(context.Background(), "order", "1", []byte(`{"title":"Order 1","total":"50.00"}`))
+			require.NoError(t, err)
+		}}
+		eng = e.engine(db, Options{Concurrency: 1})
+		_, err := eng.Upsert(context.Background(), "order", "1", []byte(`{"title":"Order 1","total":"11.00"}`))
+		require.NoError(t, err)
+		require.NoError(t, eng.Drain(context.Background()))
+
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status)
+		require.Equal(t, "50.00", e.crm.Objects()[0]["total"], "the change made during the create was pushed after it")
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
+		rec, _ := models.RecordByKey(db, "order", "1")
+		require.Equal(t, rec.ContentHash, l.PushedHash)
+	})
+}

@@ -1,0 +1,72 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/syncdesk/syncdesk/models"
+)
+
+// SyncNow asks for one link to be sent now, on behalf of who. While another
+// request or a send holds the link's in-progress row, it changes nothing and
+// returns an *models.InProgressError saying since when and by whom.
+func (e *Engine) SyncNow(ctx context.Context, linkID int64, who string) (*models.Link, error) {
+	l, err := models.RequestSync(e.db.WithContext(ctx), linkID, who, e.clock.Now(), e.opts.Hold)
+	if err == nil {
+		e.poke()
+	}
+	return l, err
+}
+
+// Rescue returns links whose worker's lease expired (the worker died or
+// hung) to retry, logging the lost attempt as ambiguous so that the next
+// attempt looks the object up before creating it. It returns how many it
+// released.
+func (e *Engine) Rescue(ctx context.Context) (int, error) {
+	expired, err := models.ExpiredLeases(e.db.WithContext(ctx), e.clock.Now(), 500)
+	if err != nil {
+		return 0, fmt.Errorf("find expired leases: %w", err)
+	}
+	return e.release(ctx, expired)
+}
+
+// release is the second half of Rescue, apart so tests can finish a link
+// between the two and see the compare-and-set leave it alone.
+func (e *Engine) release(ctx context.Context, expired []models.ExpiredLease) (int, error) {
+	n := 0
+	for _, x := range expired {
+		now := e.clock.Now()
+		a := models.Attempt{LinkID: x.ID, Number: x.Attempts + 1, Operation: "lease.expired", IdempotencyKey: x.IdempotencyKey,
+			Outcome: models.OutcomeAmbiguous, Worker: e.opts.WorkerID, CreatedAt: now,
+			Error: fmt.Sprintf("worker %s stopped answering mid-send; whether its call took effect is unknown, so the next attempt looks the object up first", x.LeaseOwner)}
+		if x.ExternalID != "" {
+			a.Error = fmt.Sprintf("worker %s stopped answering mid-send; the update will be sent again", x.LeaseOwner)
+		}
+		ok, err := models.ReleaseExpired(e.db.WithContext(ctx), x, a, now)
+		if err != nil {
+			return n, fmt.Errorf("release link %d: %w", x.ID, err)
+		}
+		if ok {
+			n++
+		}
+	}
+	if n > 0 {
+		e.poke()
+	}
+	return n, nil
+}
+
+// PruneAttempts deletes attempts older than the retention, in batches.
+func (e *Engine) PruneAttempts(ctx context.Context, retention time.Duration) (int64, error) {
+	var total int64
+	before := e.clock.Now().Add(-retention)
+	for ctx.Err() == nil {
+		n, err := models.PruneAttempts(e.db.WithContext(ctx), before, 5000)
+		total += n
+		if err != nil || n < 5000 {
+			return total, err
+		}
+	}
+	return total, ctx.Err()
+}

@@ -1,0 +1,136 @@
+// Package outbox pushes records to external services without ever creating a
+// duplicate: it queues links, claims due ones under a lease, sends them
+// (update, or look up then create with a stable idempotency key), classifies
+// what came back, and retries, gives up or finishes accordingly.
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/clock"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/connector"
+)
+
+// Connector is what the engine needs of a service. connector.HTTP is the
+// real one; tests wrap it to inject panics.
+type Connector interface {
+	Create(ctx context.Context, localType string, body []byte, idemKey string) connector.Call
+	Update(ctx context.Context, localType, externalID string, body []byte) connector.Call
+	Lookup(ctx context.Context, localType, key string) connector.Call
+	CanLookup(localType string) bool
+}
+
+// Service is a configured service with its connector.
+type Service struct {
+	Name   string
+	Config config.Service
+	Conn   Connector
+}
+
+// Options tune the engine; zero values take the defaults.
+type Options struct {
+	Concurrency int           // sends in flight at once (default 64)
+	BatchSize   int           // links claimed per transaction (default Concurrency)
+	Lease       time.Duration // how long a claim is held before it can be rescued (default 2×slowest timeout + 30 s)
+	Poll        time.Duration // idle wait between claims when nothing is due (default 1 s)
+	Hold        time.Duration // how long a "Sync now" request holds its in-progress row (default Lease)
+	Grace       time.Duration // at a stop, how long sends in flight may finish (default 10 s)
+	WorkerID    string        // default host-pid-random
+}
+
+// Engine sends links. One per process; several processes may share a Postgres.
+type Engine struct {
+	db       *gorm.DB
+	services map[string]Service
+	routes   map[string][]string // local type → services
+	clock    clock.Clock
+	log      *slog.Logger
+	opts     Options
+	paused   func() []string
+
+	mu   sync.Mutex
+	rnd  *rand.Rand
+	seq  int64
+	wake chan struct{}
+}
+
+// New builds an engine over the given services.
+func New(db *gorm.DB, services []Service, clk clock.Clock, log *slog.Logger, opts Options) *Engine {
+	e := &Engine{db: db, services: map[string]Service{}, routes: map[string][]string{}, clock: clk, log: log,
+		rnd: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed)), wake: make(chan struct{}, 1),
+		paused: func() []string { return nil }}
+	slowest := time.Duration(0)
+	for _, s := range services {
+		e.services[s.Name] = s
+		for typ := range s.Config.Objects {
+			e.routes[typ] = append(e.routes[typ], s.Name)
+		}
+		slowest = max(slowest, s.Config.Timeout)
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 64
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = opts.Concurrency
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = 2*slowest + 30*time.Second
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Hold <= 0 {
+		opts.Hold = opts.Lease
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = 10 * time.Second
+	}
+	if opts.WorkerID == "" {
+		host, _ := os.Hostname()
+		opts.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), models.NewSecret(3))
+	}
+	e.opts = opts
+	return e
+}
+
+// SetRand replaces the jitter source (tests make it deterministic).
+func (e *Engine) SetRand(r *rand.Rand) { e.mu.Lock(); e.rnd = r; e.mu.Unlock() }
+
+// SetPaused tells the engine which services not to claim, asked at each claim.
+func (e *Engine) SetPaused(f func() []string) { e.paused = f }
+
+// WorkerID names this engine in leases and the attempt log.
+func (e *Engine) WorkerID() string { return e.opts.WorkerID }
+
+func (e *Engine) jitter() float64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rnd.Float64()
+}
+
+// leaseToken is unique per claim, so that a compare-and-set on it can tell
+// this claim from a later one of the same link by the same worker.
+func (e *Engine) leaseToken() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	return fmt.Sprintf("%s/%d", e.opts.WorkerID, e.seq)
+}
+
+// poke wakes the run loop early: something became due.
+func (e *Engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}

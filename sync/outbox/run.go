@@ -1,0 +1,225 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+)
+
+// flushSize bounds the outcomes written per transaction. Writing many links'
+// results in one transaction is what lets the engine outrun the database's
+// rate of small transactions.
+const flushSize = 256
+
+// Run claims and sends due links until ctx ends. Then it stops claiming,
+// gives sends in flight up to grace to finish, cancels the rest (their
+// attempts are logged as ambiguous), and hands back the leases of links it
+// claimed but had not started, so that no link waits for a lease to expire.
+func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
+	return e.pipeline(ctx, grace, false)
+}
+
+// Drain sends until nothing is due at the clock's current time, then
+// returns; a stop (ctx) is handled as by Run, with the configured grace. The
+// scheduled "send" task calls it every second on every instance.
+func (e *Engine) Drain(ctx context.Context) error {
+	return e.pipeline(ctx, e.opts.Grace, true)
+}
+
+// pipeline: one claimer, Concurrency senders, one writer.
+func (e *Engine) pipeline(ctx context.Context, grace time.Duration, untilIdle bool) error {
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
+	go func() {
+		select {
+		case <-ctx.Done():
+			select {
+			case <-time.After(grace):
+				cancelSends()
+			case <-sendCtx.Done():
+			}
+		case <-sendCtx.Done():
+		}
+	}()
+
+	p := &pipe{e: e, jobs: make(chan job, e.opts.BatchSize), results: make(chan models.LinkOutcome, e.opts.Concurrency),
+		freed: make(chan struct{}, 1)}
+	var senders sync.WaitGroup
+	for range e.opts.Concurrency {
+		senders.Add(1)
+		go func() { defer senders.Done(); p.sendLoop(ctx, sendCtx) }()
+	}
+	writeErr := make(chan error, 1)
+	go func() { writeErr <- p.writeLoop() }()
+
+	claimErr := p.claimLoop(ctx, untilIdle)
+	close(p.jobs)
+	senders.Wait()
+	close(p.results)
+	return errors.Join(claimErr, <-writeErr)
+}
+
+type pipe struct {
+	e       *Engine
+	jobs    chan job
+	results chan models.LinkOutcome
+	freed   chan struct{}
+
+	mu       sync.Mutex
+	inflight int
+}
+
+func (p *pipe) add(n int) {
+	p.mu.Lock()
+	p.inflight += n
+	p.mu.Unlock()
+	if n < 0 {
+		select {
+		case p.freed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (p *pipe) room() (room, inflight int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Keep up to one batch queued beyond the senders so none sits idle
+	// while the next claim is in flight.
+	return p.e.opts.Concurrency + p.e.opts.BatchSize - p.inflight, p.inflight
+}
+
+func (p *pipe) claimLoop(ctx context.Context, untilIdle bool) error {
+	e := p.e
+	for ctx.Err() == nil {
+		room, inflight := p.room()
+		if room >= min(e.opts.BatchSize, e.opts.Concurrency) {
+			n, err := p.claim(ctx, min(room, e.opts.BatchSize))
+			if err != nil && ctx.Err() == nil {
+				e.log.Error("claim failed", "err", err)
+				if untilIdle {
+					return err
+				}
+			}
+			if n > 0 {
+				continue
+			}
+			if untilIdle && inflight == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-p.freed:
+		case <-e.wake:
+		case <-time.After(e.opts.Poll):
+		}
+	}
+	return nil
+}
+
+// claim takes up to limit due links and queues them for the senders.
+func (p *pipe) claim(ctx context.Context, limit int) (int, error) {
+	e := p.e
+	links, err := models.ClaimDue(e.db.WithContext(ctx), e.leaseToken(), e.clock.Now(), e.opts.Lease, limit, e.paused())
+	if err != nil || len(links) == 0 {
+		return 0, err
+	}
+	records, err := loadRecords(e.db.WithContext(ctx), links)
+	if err != nil {
+		return 0, err
+	}
+	p.add(len(links))
+	for _, l := range links {
+		r := records[[2]string{l.LocalType, l.LocalID}]
+		p.jobs <- job{link: l, payload: r.Payload, hash: r.ContentHash}
+	}
+	return len(links), nil
+}
+
+func (p *pipe) sendLoop(stop, sendCtx context.Context) {
+	for j := range p.jobs {
+		if stop.Err() != nil {
+			p.results <- handBack(j, p.e.clock.Now())
+			continue
+		}
+		p.results <- p.e.send(sendCtx, j)
+	}
+}
+
+// handBack returns a claimed link that was never sent to the queue as it was.
+func handBack(j job, now time.Time) models.LinkOutcome {
+	status := models.StatusRetry
+	if j.link.Attempts == 0 {
+		status = models.StatusNew
+	}
+	return models.LinkOutcome{Link: j.link, Status: status, Attempts: j.link.Attempts, NextAttempt: now,
+		NeedsLookup: j.link.NeedsLookup, LastError: j.link.LastError, LastHTTP: j.link.LastHTTPCode}
+}
+
+// writeLoop writes outcomes in batches: whatever has arrived, up to flushSize.
+func (p *pipe) writeLoop() error {
+	var errs []error
+	batch := make([]models.LinkOutcome, 0, flushSize)
+	for o := range p.results {
+		batch = append(batch[:0], o)
+	more:
+		for len(batch) < flushSize {
+			select {
+			case o, ok := <-p.results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		if err := p.flush(batch); err != nil {
+			errs = append(errs, err)
+		}
+		p.add(-len(batch))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *pipe) flush(batch []models.LinkOutcome) error {
+	e := p.e
+	// Finishing must not be cancelled with the run: an outcome not written
+	// would leave its link waiting for the lease to expire.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stale, err := models.FinishLinks(e.db.WithContext(ctx), batch, e.clock.Now())
+	if err != nil {
+		e.log.Error("write outcomes", "links", len(batch), "err", err)
+		return fmt.Errorf("write %d outcomes: %w", len(batch), err)
+	}
+	if stale > 0 {
+		e.log.Warn("outcomes for links whose lease was taken over", "links", stale)
+	}
+	e.observe(batch)
+	return nil
+}
+
+// loadRecords reads the payloads of a batch of links in one query.
+func loadRecords(db *gorm.DB, links []models.Link) (map[[2]string]models.Record, error) {
+	keys := make([][]any, 0, len(links))
+	for _, l := range links {
+		keys = append(keys, []any{l.LocalType, l.LocalID})
+	}
+	var recs []models.Record
+	if err := db.Where("(local_type, local_id) IN ?", keys).Find(&recs).Error; err != nil {
+		return nil, fmt.Errorf("load records: %w", err)
+	}
+	out := make(map[[2]string]models.Record, len(recs))
+	for _, r := range recs {
+		out[[2]string{r.LocalType, r.LocalID}] = r
+	}
+	return out, nil
+}

@@ -1,0 +1,177 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/connector"
+)
+
+// job is one claimed link with what it needs to be sent.
+type job struct {
+	link    models.Link
+	payload string // the record's current canonical payload
+	hash    string
+}
+
+// send runs one link's operation — update, or look up then create — and
+// decides its outcome. It never panics: a connector panic fails the attempt.
+func (e *Engine) send(ctx context.Context, j job) (out models.LinkOutcome) {
+	svc, ok := e.services[j.link.ExternalService]
+	out = models.LinkOutcome{Link: j.link, Attempts: j.link.Attempts, NeedsLookup: j.link.NeedsLookup}
+	if !ok || svc.Config.Objects[j.link.LocalType].Create == "" {
+		out.Status, out.LastError = models.StatusFailed, fmt.Sprintf("%s is no longer routed to %s in the configuration", j.link.LocalType, j.link.ExternalService)
+		return out
+	}
+	s := sender{e: e, svc: svc, j: j, out: &out}
+	s.run(ctx)
+	return out
+}
+
+// sender carries one link's send through its calls.
+type sender struct {
+	e   *Engine
+	svc Service
+	j   job
+	out *models.LinkOutcome
+}
+
+func (s *sender) run(ctx context.Context) {
+	l := s.j.link
+	if l.ExternalID != "" {
+		body, err := withKey(s.j.payload, s.svc.Config.Objects[l.LocalType].KeyField, l.ExternalKey)
+		if s.invalid(err) {
+			return
+		}
+		call := s.call(ctx, func() connector.Call { return s.svc.Conn.Update(ctx, l.LocalType, l.ExternalID, body) })
+		s.settle(call, s.j.hash)
+		return
+	}
+	if (l.NeedsLookup || s.svc.Config.LookupBeforeCreate) && s.svc.Conn.CanLookup(l.LocalType) {
+		call := s.call(ctx, func() connector.Call { return s.svc.Conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
+		switch {
+		case call.Class != connector.OK:
+			s.settle(call, "")
+			return
+		case len(call.Found) > 1:
+			s.out.Status = models.StatusFailed
+			s.out.LastError = fmt.Sprintf("%d objects in %s carry the key %s (ids %s): a person must decide which one to keep",
+				len(call.Found), l.ExternalService, l.ExternalKey, strings.Join(call.Found, ", "))
+			return
+		case len(call.Found) == 1:
+			// The lost create did reach the provider: adopt its object, as if
+			// the create had answered. It holds the frozen create body.
+			s.settle(call, models.HashPayload(s.createBody()))
+			return
+		}
+		if s.retryBudgetSpent() {
+			return
+		}
+	}
+	body, err := withKey(s.createBody(), s.svc.Config.Objects[l.LocalType].KeyField, l.ExternalKey)
+	if s.invalid(err) {
+		return
+	}
+	call := s.call(ctx, func() connector.Call { return s.svc.Conn.Create(ctx, l.LocalType, body, l.IdempotencyKey) })
+	s.settle(call, models.HashPayload(s.createBody()))
+}
+
+// createBody is the body frozen at the first create attempt, or the current
+// payload when none was frozen (the record was missing at claim time).
+func (s *sender) createBody() string {
+	if s.j.link.CreatePayload != "" {
+		return s.j.link.CreatePayload
+	}
+	return s.j.payload
+}
+
+func (s *sender) invalid(err error) bool {
+	if err == nil {
+		return false
+	}
+	s.out.Status, s.out.LastError = models.StatusFailed, err.Error()
+	return true
+}
+
+// retryBudgetSpent stops a lookup-then-create from exceeding max attempts.
+func (s *sender) retryBudgetSpent() bool {
+	if s.out.Attempts < s.svc.Config.Retry.MaxAttempts {
+		return false
+	}
+	s.out.Status = models.StatusFailed
+	s.out.LastError = fmt.Sprintf("gave up after %d attempts", s.out.Attempts)
+	return true
+}
+
+// call runs one connector call, turning a panic into a permanent failure of
+// that attempt, and logs it as an attempt row.
+func (s *sender) call(ctx context.Context, f func() connector.Call) (c connector.Call) {
+	start := s.e.clock.Now()
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				// A bug, not the provider: retried like a temporary failure, so that
+				// a fix deployed meanwhile gets its chance, and bounded by max attempts.
+				c = connector.Call{Operation: "connector", Class: connector.Temporary, Error: fmt.Sprintf("the connector crashed: %v", r)}
+				s.e.log.Error("connector panic", "service", s.svc.Name, "link", s.j.link.ID, "panic", fmt.Sprint(r))
+			}
+		}()
+		c = f()
+	}()
+	s.out.Attempts++
+	outcome := models.Outcome(c.Class)
+	if c.Class != connector.OK && c.Ambiguous {
+		outcome = models.OutcomeAmbiguous
+	}
+	s.out.Calls = append(s.out.Calls, models.Attempt{LinkID: s.j.link.ID, Number: s.out.Attempts, Operation: c.Operation,
+		IdempotencyKey: c.IdempotencyKey, HTTPCode: c.HTTPCode, DurationMS: c.Duration.Milliseconds(), Outcome: outcome,
+		ExternalID: c.ExternalID, Error: c.Error, RequestExcerpt: c.Request, ResponseExcerpt: c.Response,
+		Worker: s.e.opts.WorkerID, CreatedAt: start})
+	return c
+}
+
+// settle turns the last call into the link's outcome.
+func (s *sender) settle(c connector.Call, pushed string) {
+	now := s.e.clock.Now()
+	s.out.LastHTTP, s.out.LastError = c.HTTPCode, c.Error
+	if c.Class != connector.OK {
+		s.e.log.Warn("send failed", "service", s.svc.Name, "link", s.j.link.ID, "key", s.j.link.ExternalKey,
+			"operation", c.Operation, "class", string(c.Class), "ambiguous", c.Ambiguous, "http", c.HTTPCode, "error", c.Error)
+	}
+	switch {
+	case c.Class == connector.OK:
+		s.out.Status, s.out.ExternalID, s.out.PushedHash = models.StatusSuccess, c.ExternalID, pushed
+		s.out.NeedsLookup, s.out.LastError, s.out.NextAttempt = false, "", now
+	case c.Class == connector.Permanent:
+		s.out.Status, s.out.NextAttempt = models.StatusFailed, now
+		if s.out.LastError == "" {
+			s.out.LastError = fmt.Sprintf("HTTP %d", c.HTTPCode)
+		}
+	default:
+		s.out.NeedsLookup = s.out.NeedsLookup || c.Ambiguous
+		if s.out.Attempts >= s.svc.Config.Retry.MaxAttempts {
+			s.out.Status, s.out.NextAttempt = models.StatusFailed, now
+			s.out.LastError = fmt.Sprintf("gave up after %d attempts; last: %s", s.out.Attempts, c.Error)
+			return
+		}
+		delay := c.RetryAfter
+		if delay == 0 {
+			delay = Backoff(s.out.Attempts, s.svc.Config.Retry.Base, s.svc.Config.Retry.Max, s.e.jitter)
+		}
+		s.out.Status, s.out.NextAttempt = models.StatusRetry, now.Add(delay)
+	}
+}
+
+// withKey adds our external key to the payload under the configured field.
+func withKey(payload, field, key string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(payload), &m); err != nil {
+		return nil, models.Invalid("the stored payload is not a JSON object")
+	}
+	k, _ := json.Marshal(key)
+	m[field] = k
+	return json.Marshal(m)
+}

@@ -1,0 +1,214 @@
+// Package redact removes what must never reach a log: credentials, signature
+// secrets, card numbers and configured personal-data fields (PRODUCT.md,
+// invariant 7). Request and response excerpts, webhook payloads and process
+// log records all pass through a Redactor before they are written.
+package redact
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The masks written in place of what was removed. None of them contains a
+// character that a pattern in this package matches, which is what makes
+// redacting twice give the same result as redacting once.
+const (
+	redacted  = "[redacted]"
+	cardMask  = "[card]"
+	emailMask = "[email]"
+	ellipsis  = "…"
+)
+
+// DefaultFields are the keys whose values are always redacted. New reads the
+// slice when it is called, so change it (if ever) before building Redactors.
+var DefaultFields = []string{
+	// credentials and signature secrets
+	"password", "passwd", "pwd", "token", "secret", "authorization",
+	"api_key", "apikey", "private_key", "credential", "signature",
+	"cookie", "set_cookie",
+	// payment data
+	"card_number", "card", "pan", "cvv", "iban",
+	// personal data
+	"email", "phone",
+}
+
+// minSuffixField is the shortest field that also matches as the end of a
+// glued lower-case word ("accesstoken", "clientsecret"). Shorter fields must
+// be a whole word, or "span" would hide a "pan" and "discard" a "card".
+const minSuffixField = 5
+
+// Redactor masks sensitive values in JSON bodies, free text, HTTP headers and
+// slog records. Build it with New; it is safe for concurrent use.
+type Redactor struct {
+	fields []field
+}
+
+// field is one sensitive key, split into lower-case words.
+type field struct {
+	words   []string
+	compact string // the words joined without separators
+}
+
+// New returns a Redactor for DefaultFields plus fields (typically the
+// personal-data fields an operator configured). The extra fields add to the
+// defaults and never replace them: a configuration mistake must not let a
+// password through. Fields are matched like keys (see Sensitive).
+func New(fields []string) *Redactor {
+	r := &Redactor{}
+	seen := map[string]bool{}
+	for _, f := range slices.Concat(DefaultFields, fields) {
+		words := keyWords(f)
+		id := strings.Join(words, "_")
+		if len(words) == 0 || seen[id] {
+			continue
+		}
+		seen[id] = true
+		r.fields = append(r.fields, field{words: words, compact: strings.Join(words, "")})
+	}
+	return r
+}
+
+// Sensitive reports whether values under key must be redacted.
+//
+// Keys are compared word by word, case-insensitively: a key is split at every
+// character that is not a letter or digit ("-", ".", "_", space), at
+// camelCase humps ("cardNumber", "APIKey") and between letters and digits.
+// It matches when a run of its words equals a field ("access_token",
+// "X-Api-Key", "customer.email"), allowing a plural "s" on the last word
+// ("tokens"), or when one word ends with a field of five letters or more
+// ("accesstoken"). "tokenizer_version" does not match: no word is "token".
+func (r *Redactor) Sensitive(key string) bool {
+	words := keyWords(key)
+	for _, f := range r.fields {
+		if f.matches(words) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f field) matches(words []string) bool {
+	n := len(f.words)
+	for i := 0; i+n <= len(words); i++ {
+		if slices.Equal(words[i:i+n-1], f.words[:n-1]) && sameWord(words[i+n-1], f.words[n-1]) {
+			return true
+		}
+	}
+	if len(f.compact) < minSuffixField {
+		return false
+	}
+	for _, w := range words {
+		if strings.HasSuffix(w, f.compact) || strings.HasSuffix(w, f.compact+"s") {
+			return true
+		}
+	}
+	return false
+}
+
+func sameWord(w, f string) bool { return w == f || w == f+"s" }
+
+// keyWords splits a key into lower-case words (see Sensitive).
+func keyWords(key string) []string {
+	rs := []rune(key)
+	var words []string
+	start := -1
+	for i, c := range rs {
+		alnum := unicode.IsLetter(c) || unicode.IsDigit(c)
+		if start >= 0 && (!alnum || hump(rs, i)) {
+			words = append(words, strings.ToLower(string(rs[start:i])))
+			start = -1
+		}
+		if alnum && start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		words = append(words, strings.ToLower(string(rs[start:])))
+	}
+	return words
+}
+
+// hump reports whether a new word starts at rs[i], which follows a letter or digit.
+func hump(rs []rune, i int) bool {
+	prev, c := rs[i-1], rs[i]
+	switch {
+	case unicode.IsDigit(prev) != unicode.IsDigit(c):
+		return true
+	case unicode.IsUpper(c) && unicode.IsLower(prev):
+		return true
+	case unicode.IsUpper(c) && unicode.IsUpper(prev):
+		// "APIKey": the K starts a word because a lower-case letter follows it.
+		return i+1 < len(rs) && unicode.IsLower(rs[i+1])
+	}
+	return false
+}
+
+// allowedHeaders are the headers whose values help a reader and carry no
+// secret. Every other header may be a credential or a signature.
+var allowedHeaders = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Idempotency-Key": true,
+	"Retry-After": true, "Location": true, "X-Request-Id": true, "Date": true,
+	"User-Agent": true, "Accept": true, "Webhook-Id": true, "Webhook-Timestamp": true,
+	"X-Github-Delivery": true, "X-Github-Event": true, "X-Github-Hook-Id": true,
+	"X-Shopify-Webhook-Id": true, "X-Shopify-Topic": true,
+}
+
+// Headers renders h as "Name: value" lines sorted by name. Only allow-listed
+// headers show their values (still passed through Text); every other header
+// is listed as "[redacted]" so a reader can see that it was sent.
+func (r *Redactor) Headers(h http.Header) string {
+	byName := make(map[string][]string, len(h))
+	for name, values := range h {
+		canon := http.CanonicalHeaderKey(name)
+		byName[canon] = append(byName[canon], values...)
+	}
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		for _, v := range r.headerValues(name, byName[name]) {
+			b.WriteString(name + ": " + v + "\n")
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func (r *Redactor) headerValues(name string, values []string) []string {
+	if !allowedHeaders[name] {
+		return []string{redacted}
+	}
+	if len(values) == 0 {
+		return []string{""}
+	}
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = oneLine(r.Text(v))
+	}
+	return out
+}
+
+// oneLine keeps a header value from forging a line of its own.
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+
+// Excerpt cuts s to at most max bytes without splitting a UTF-8 sequence,
+// ending it with "…" when anything was cut. Pass it text that is already
+// redacted: a secret cut in half may no longer match the patterns that find
+// it, so truncating first could let half a secret through.
+func (r *Redactor) Excerpt(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	if max <= 0 {
+		return ""
+	}
+	cut, tail := max-len(ellipsis), ellipsis
+	if cut < 0 { // no room for the ellipsis itself
+		cut, tail = max, ""
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + tail
+}

@@ -1,0 +1,206 @@
+package redact
+
+import (
+	"encoding/base64"
+	"regexp"
+	"strings"
+)
+
+var (
+	// keyPrefix finds the `key=`, `key: ` or `"key":` of a pair, also with
+	// JSON escaped once (`\"key\":`) as in a body quoted in a log line. A key
+	// is up to three words so that "API Key: …" is seen whole.
+	keyPrefix = regexp.MustCompile(`(?i)\\?"?\b([a-z][a-z0-9_.\-]*(?: [a-z][a-z0-9_.\-]*){0,2})\\?"?\s*[:=]\s*`)
+
+	// pairValue is the value after a keyPrefix: a quoted string (closed or cut
+	// off at the end of the text), a credential with its scheme ("Bearer
+	// abc"), or a bare word. It is matched separately, and only after a
+	// sensitive key, so that a long run of innocent pairs costs linear time.
+	pairValue = regexp.MustCompile(`(?i)^(?:` +
+		`\\"(?:[^"\\]|\\[^"])*(?:\\"|\\?$)|` +
+		`"(?:[^"\\]|\\.)*(?:"|\\?$)|` +
+		`'[^']*(?:'|$)|` +
+		`(?:bearer|basic|digest|token|bot)\s+[^\s,;&"'<>{}]+|` +
+		`[^\s,;&"'<>{}]+)`)
+
+	// authScheme finds an Authorization credential in prose or a dumped request.
+	authScheme = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)([A-Za-z0-9\-._~+/]+=*)`)
+
+	// userinfo finds the "user:password@" of a URL. Brackets are not allowed
+	// in it, so a mask written by a later rule cannot complete a match.
+	userinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@\[\]"'<>{}]+:[^/\s@\[\]"'<>{}]+@`)
+
+	email = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`)
+
+	digitGroup = regexp.MustCompile(`[0-9]+`)
+
+	// tokenRun is a run of base64/base64url characters with its padding.
+	tokenRun = regexp.MustCompile(`[A-Za-z0-9_\-+/]+=*`)
+
+	canonicalUUID = regexp.MustCompile(`^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$`)
+)
+
+// minSecret is the shortest run of token characters taken for a secret.
+const minSecret = 24
+
+// Text masks secrets in free text: values of sensitive `key=value`,
+// `key: value` and `"key":"value"` pairs, Bearer and Basic credentials (the
+// scheme word stays), passwords in URLs, e-mail addresses, Luhn-valid card
+// numbers, and long runs of token characters that mix letters and digits
+// (API keys, webhook secrets, JWTs). Canonical UUIDs, timestamps, short
+// numbers and URL paths stay readable. Text(Text(s)) == Text(s).
+func (r *Redactor) Text(s string) string {
+	s = rewrite(keyPrefix, s, r.maskPair)
+	s = userinfo.ReplaceAllString(s, "${1}"+redacted+"@")
+	s = rewrite(authScheme, s, maskCredential)
+	s = email.ReplaceAllString(s, emailMask)
+	s = maskCards(s)
+	return tokenRun.ReplaceAllStringFunc(s, maskRun)
+}
+
+// rewrite replaces each match of re in s, left to right. fn gets the
+// submatch indexes of a match and returns its replacement together with the
+// offset where scanning resumes, which may lie inside the match: a rejected
+// `note: token=abc` must still have its `token=abc` looked at.
+func rewrite(re *regexp.Regexp, s string, fn func(s string, loc []int) (string, int)) string {
+	var b strings.Builder
+	pos := 0
+	for pos < len(s) {
+		loc := re.FindStringSubmatchIndex(s[pos:])
+		if loc == nil {
+			break
+		}
+		for i := range loc {
+			if loc[i] >= 0 {
+				loc[i] += pos
+			}
+		}
+		repl, next := fn(s, loc)
+		b.WriteString(s[pos:loc[0]])
+		b.WriteString(repl)
+		pos = next
+	}
+	b.WriteString(s[pos:])
+	return b.String()
+}
+
+// maskPair masks the value after a keyPrefix match whose key is sensitive.
+// Scanning resumes after the separator when the key is innocent, since its
+// value may hold a pair of its own.
+func (r *Redactor) maskPair(s string, loc []int) (string, int) {
+	prefix := s[loc[0]:loc[1]]
+	if !r.Sensitive(s[loc[2]:loc[3]]) {
+		return prefix, loc[1]
+	}
+	value := pairValue.FindString(s[loc[1]:])
+	if value == "" {
+		return prefix, loc[1]
+	}
+	return prefix + maskValue(value), loc[1] + len(value)
+}
+
+// maskValue replaces a value but keeps its quotes, so JSON-like text keeps its shape.
+func maskValue(v string) string {
+	for _, q := range []string{`\"`, `"`, `'`} {
+		if strings.HasPrefix(v, q) {
+			if len(v) >= 2*len(q) && strings.HasSuffix(v, q) {
+				return q + redacted + q
+			}
+			return q + redacted
+		}
+	}
+	return redacted
+}
+
+// maskCredential masks the credential after "Bearer" or "Basic". Prose uses
+// both words too ("invalid bearer token", "Basic plan"), so a Bearer value
+// must look like a credential (eight characters, or anything but letters)
+// and a Basic value must decode to "user:password" as RFC 7617 says.
+func maskCredential(s string, loc []int) (string, int) {
+	scheme, space, cred := s[loc[2]:loc[3]], s[loc[4]:loc[5]], s[loc[6]:loc[7]]
+	if strings.EqualFold(scheme, "basic") && !isBasicCredential(cred) ||
+		strings.EqualFold(scheme, "bearer") && len(cred) < 8 && onlyLetters(cred) {
+		return scheme + space, loc[5]
+	}
+	return scheme + space + redacted, loc[1]
+}
+
+func isBasicCredential(cred string) bool {
+	raw, err := base64.StdEncoding.DecodeString(cred)
+	if err != nil {
+		raw, err = base64.RawStdEncoding.DecodeString(cred)
+	}
+	return err == nil && strings.Contains(string(raw), ":")
+}
+
+// maskRun masks a run of token characters that looks like a secret. A run
+// with a slash may be a URL path ("/deals/123/notes"): then only the path
+// segments that look like secrets go. A path is recognised by a leading or
+// trailing slash or a lower-case word among its segments; base64 rarely has
+// either. The slash-ends rule also keeps the pieces left around a masked
+// segment paths on a second pass.
+func maskRun(run string) string {
+	if !strings.Contains(run, "/") || !pathLike(run) {
+		if secretLooking(run) {
+			return redacted
+		}
+		return run
+	}
+	segs := strings.Split(run, "/")
+	for i, seg := range segs {
+		if secretLooking(seg) {
+			segs[i] = redacted
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+func pathLike(run string) bool {
+	trimmed := strings.TrimRight(run, "=")
+	if strings.HasPrefix(trimmed, "/") || strings.HasSuffix(trimmed, "/") {
+		return true
+	}
+	for _, seg := range strings.Split(trimmed, "/") {
+		if len(seg) >= 3 && onlyLetters(seg) && strings.ToLower(seg) == seg {
+			return true
+		}
+	}
+	return false
+}
+
+// secretLooking reports whether a run of token characters is long, mixes
+// letters and digits, and is neither a canonical UUID (ids are needed for
+// support) nor words and numbers glued by separators ("deal-42-create-v2").
+func secretLooking(run string) bool {
+	if len(run) < minSecret || canonicalUUID.MatchString(run) {
+		return false
+	}
+	hasLetter, hasDigit := false, false
+	for _, c := range run {
+		hasLetter = hasLetter || isLetter(c)
+		hasDigit = hasDigit || isDigit(c)
+	}
+	return hasLetter && hasDigit && !gluedWords(run)
+}
+
+// gluedWords reports whether every piece of run between separators is a word,
+// a number, or at most three characters ("v2", "q1").
+func gluedWords(run string) bool {
+	pieces := strings.FieldsFunc(run, func(c rune) bool { return !isLetter(c) && !isDigit(c) })
+	for _, p := range pieces {
+		if len(p) > 3 && !onlyLetters(p) && !onlyDigits(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isDigit(c rune) bool  { return c >= '0' && c <= '9' }
+
+func onlyLetters(s string) bool {
+	return strings.IndexFunc(s, func(c rune) bool { return !isLetter(c) }) < 0
+}
+func onlyDigits(s string) bool {
+	return strings.IndexFunc(s, func(c rune) bool { return !isDigit(c) }) < 0
+}
