@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/migrations"
@@ -181,7 +183,9 @@ func (c *cli) serve() error {
 		}()
 		cfg.Services = services
 	}
-	eng := outbox.New(db, connectors(cfg, redactor), clk, log, outbox.Options{Grace: cfg.ShutdownTimeout})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	eng := outbox.New(db, connectors(cfg, redactor), clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg})
 	if cfg.Demo {
 		if err := seedDemo(db, eng); err != nil {
 			return err
@@ -191,7 +195,7 @@ func (c *cli) serve() error {
 	if err != nil {
 		return err
 	}
-	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(), Outbox: eng})
+	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(), Outbox: eng, Metrics: reg})
 	if err != nil {
 		return err
 	}

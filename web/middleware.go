@@ -1,6 +1,7 @@
 package web
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/config"
 )
 
 // Context keys for what the auth middleware found.
@@ -185,6 +187,21 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 			_ = models.TouchAPIToken(s.db, t.ID, now)
 		}
 		c.Set(ctxToken, t)
+		return next(c)
+	}
+}
+
+// metricsAuth asks for the metrics token when access is "token".
+func (s *Server) metricsAuth(next echo.HandlerFunc) echo.HandlerFunc {
+	want, _ := config.ExpandEnv(s.cfg.Metrics.Token)
+	return func(c echo.Context) error {
+		if s.cfg.Metrics.Access == "token" {
+			got := strings.TrimPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+			if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="syncdesk metrics"`)
+				return errUnauthorized("send the metrics token as Authorization: Bearer TOKEN")
+			}
+		}
 		return next(c)
 	}
 }

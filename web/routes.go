@@ -3,6 +3,7 @@ package web
 import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/static"
@@ -10,7 +11,7 @@ import (
 
 // publicPrefixes are the only paths served without a session or token. The
 // route-crawl test fails when a route outside them answers without one.
-var publicPrefixes = []string{"/login", "/healthz", "/readyz", "/static/", "/hooks/"}
+var publicPrefixes = []string{"/login", "/healthz", "/readyz", "/static/", "/hooks/", "/metrics"}
 
 // routes is the table of contents of the application: every route is here.
 func (s *Server) routes() error {
@@ -28,6 +29,10 @@ func (s *Server) routes() error {
 	e.StaticFS("/static", echo.MustSubFS(static.FS, "."))
 	e.GET("/login", s.showLogin, csrf)
 	e.POST("/login", s.login, csrf)
+	if s.cfg.Metrics.Access != "closed" && s.metrics != nil {
+		// Open, or behind its own bearer token: scrapers do not sign in.
+		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})), s.metricsAuth)
+	}
 
 	// Pages: a session, then CSRF on every state change.
 	pages := e.Group("", s.requireUser, csrf, noStore)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/sync/clock"
@@ -28,6 +29,8 @@ type Deps struct {
 	Version string
 	// Outbox is the sending engine the API and the pages ask to sync.
 	Outbox *outbox.Engine
+	// Metrics is served at /metrics when config metrics.access allows.
+	Metrics prometheus.Gatherer
 }
 
 // Server is the HTTP face of syncdesk.
@@ -38,6 +41,7 @@ type Server struct {
 	log     *slog.Logger
 	version string
 	outbox  *outbox.Engine
+	metrics prometheus.Gatherer
 	echo    *echo.Echo
 }
 
@@ -49,7 +53,7 @@ func New(d Deps) (*Server, error) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, outbox: d.Outbox, echo: echo.New()}
+	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, outbox: d.Outbox, metrics: d.Metrics, echo: echo.New()}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,10 @@ import (
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/redact"
+	"github.com/syncdesk/syncdesk/sync/sandbox"
 )
 
 // bundle is what a web test needs: a served syncdesk on a real database.
@@ -28,6 +33,8 @@ type bundle struct {
 	clock *clock.Fake
 	srv   *httptest.Server
 	cfg   config.Config
+	eng   *outbox.Engine
+	crm   *sandbox.Provider
 }
 
 const testPassword = "correct-horse-battery"
@@ -37,11 +44,22 @@ func setup(t *testing.T, db *gorm.DB) *bundle {
 	cfg := config.Default()
 	cfg.TrustedProxies = []string{"127.0.0.0/8"} // tests pick a client IP with X-Forwarded-For
 	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	s, err := New(Deps{DB: db, Config: cfg, Clock: clk, Version: "test", Log: slog.New(slog.DiscardHandler)})
+	crm := sandbox.NewCRM(sandbox.Options{})
+	crmSrv := httptest.NewServer(crm)
+	t.Cleanup(crmSrv.Close)
+	svc := config.Service{Kind: "http", BaseURL: crmSrv.URL, Timeout: 5 * time.Second,
+		Retry: config.Retry{MaxAttempts: 3, Base: time.Second, Max: time.Minute},
+		Objects: map[string]config.Object{"order": {Remote: "deal", ExternalKey: "site_order_{local_id}", KeyField: "external_key",
+			IDField: "id", Create: "POST /deals", Update: "PUT /deals/{external_id}", Lookup: "GET /deals?external_key={external_key}"}}}
+	cfg.Services = map[string]config.Service{"crm": svc}
+	log := slog.New(slog.DiscardHandler)
+	eng := outbox.New(db, []outbox.Service{{Name: "crm", Config: svc, Conn: connector.NewHTTP("crm", svc, redact.New(nil), nil)}},
+		clk, log, outbox.Options{Concurrency: 4})
+	s, err := New(Deps{DB: db, Config: cfg, Clock: clk, Version: "test", Log: log, Outbox: eng})
 	require.NoError(t, err)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &bundle{t: t, db: db, clock: clk, srv: srv, cfg: cfg}
+	return &bundle{t: t, db: db, clock: clk, srv: srv, cfg: cfg, eng: eng, crm: crm}
 }
 
 // setupSQLite serves syncdesk on a fresh SQLite file.
@@ -151,3 +169,5 @@ func (b *bundle) auditCount(action, outcome string) int64 {
 	require.NoError(b.t, b.db.Model(&models.AuditEntry{}).Where("action = ? AND outcome = ?", action, outcome).Count(&n).Error)
 	return n
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

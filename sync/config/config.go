@@ -41,6 +41,7 @@ type Config struct {
 	Redact []string `yaml:"redact"`
 	// AttemptRetention is how long the attempt log is kept.
 	AttemptRetention time.Duration `yaml:"attempt_retention"`
+	Metrics          Metrics       `yaml:"metrics"`
 	// Demo starts the sandbox providers and seeds records; on by default
 	// when no config file and no services are given.
 	Demo bool `yaml:"demo"`
@@ -74,6 +75,15 @@ type Login struct {
 	Window           time.Duration `yaml:"window"`
 }
 
+// Metrics says who may read /metrics.
+type Metrics struct {
+	// Access is closed (no /metrics), open (anyone who reaches the port) or
+	// token (Authorization: Bearer Token).
+	Access string `yaml:"access"`
+	// Token, for access: token; ${VAR} is read from the environment.
+	Token string `yaml:"token"`
+}
+
 // Default returns the configuration used when nothing is said.
 func Default() Config {
 	return Config{
@@ -85,6 +95,7 @@ func Default() Config {
 		Login:           Login{MaxFailures: 10, MaxFailuresPerIP: 50, Window: 15 * time.Minute},
 
 		AttemptRetention: 30 * 24 * time.Hour,
+		Metrics:          Metrics{Access: "closed"},
 	}
 }
 
@@ -181,6 +192,15 @@ func (c Config) Validate() error {
 	case "text", "json":
 	default:
 		bad("log.format", "%q is not text or json", c.Log.Format)
+	}
+	switch c.Metrics.Access {
+	case "closed", "open":
+	case "token":
+		if tok, missing := ExpandEnv(c.Metrics.Token); tok == "" || len(missing) > 0 {
+			bad("metrics.token", "access: token needs a token (set it, or the environment variable it names)")
+		}
+	default:
+		bad("metrics.access", "%q is not closed, open or token", c.Metrics.Access)
 	}
 	for _, name := range c.ServiceNames() {
 		errs = append(errs, c.Services[name].validate(name)...)

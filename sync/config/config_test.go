@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -48,6 +49,14 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 		{"tls: {cert_file: a.pem}", "setting tls"},
 		{"sesion: {}", "field sesion not found"},
 		{"login: {window: soon}", "cannot unmarshal"},
+		{"metrics: {access: maybe}", "setting metrics.access"},
+		{"metrics: {access: token}", "setting metrics.token"},
+		{strings.Replace(svc(""), "http://127.0.0.1:9000", "ftp://x", 1), "setting services.crm.base_url"},
+		{svc("headers: {Authorization: 'Bearer ${SYNCDESK_NO_SUCH_VAR}'}"), "setting services.crm.headers.Authorization: environment variable SYNCDESK_NO_SUCH_VAR is not set"},
+		{svc("retry: {max_attempts: -1, base: 1s, max: 2s}"), "setting services.crm.retry.max_attempts"},
+		{strings.Replace(svc(""), "PUT /deals/{external_id}", "PUT /deals", 1), "setting services.crm.objects.order.update: the path needs {external_id}"},
+		{strings.Replace(svc(""), "POST /deals", "FETCH /deals", 1), "setting services.crm.objects.order.create"},
+		{strings.Replace(svc(""), "site_order_{local_id}", "site_order", 1), "needs {local_id}"},
 	} {
 		_, err := Load(writeFile(t, tc.yaml), Overrides{})
 		require.Error(t, err, tc.yaml)
@@ -58,4 +67,36 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 func TestMissingFileIsAnError(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), Overrides{})
 	require.ErrorContains(t, err, "nope.yaml")
+}
+
+// svc is a valid service in YAML with one extra line.
+func svc(extra string) string {
+	return `services:
+  crm:
+    base_url: http://127.0.0.1:9000
+    ` + extra + `
+    objects:
+      order:
+        external_key: "site_order_{local_id}"
+        create: POST /deals
+        update: PUT /deals/{external_id}
+        lookup: GET /deals?external_key={external_key}
+`
+}
+
+func TestServicesGetDefaultsAndRoutes(t *testing.T) {
+	t.Setenv("CRM_TOKEN", "abc")
+	cfg, err := Load(writeFile(t, svc("headers: {Authorization: 'Bearer ${CRM_TOKEN}'}")), Overrides{})
+	require.NoError(t, err)
+	s := cfg.Services["crm"]
+	require.Equal(t, "http", s.Kind)
+	require.Equal(t, 6, s.Retry.MaxAttempts)
+	require.Equal(t, 10*time.Second, s.Timeout)
+	o := s.Objects["order"]
+	require.Equal(t, "external_key", o.KeyField)
+	require.Equal(t, "id", o.IDField)
+	require.Equal(t, "order", o.Remote)
+	require.Equal(t, []string{"crm"}, cfg.Routes("order"))
+	require.Empty(t, cfg.Routes("invoice"))
+	require.Equal(t, "Bearer ${CRM_TOKEN}", s.Headers["Authorization"], "the secret is expanded only in memory, by the connector")
 }

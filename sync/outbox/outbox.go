@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
@@ -46,6 +47,8 @@ type Options struct {
 	Hold        time.Duration // how long a "Sync now" request holds its in-progress row (default Lease)
 	Grace       time.Duration // at a stop, how long sends in flight may finish (default 10 s)
 	WorkerID    string        // default host-pid-random
+	// Registry receives the engine's Prometheus metrics; nil keeps them unregistered.
+	Registry prometheus.Registerer
 }
 
 // Engine sends links. One per process; several processes may share a Postgres.
@@ -57,6 +60,7 @@ type Engine struct {
 	log      *slog.Logger
 	opts     Options
 	paused   func() []string
+	metrics  *metrics
 
 	mu   sync.Mutex
 	rnd  *rand.Rand
@@ -100,6 +104,7 @@ func New(db *gorm.DB, services []Service, clk clock.Clock, log *slog.Logger, opt
 		opts.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), models.NewSecret(3))
 	}
 	e.opts = opts
+	e.metrics = newMetrics(opts.Registry, db)
 	return e
 }
 

@@ -1,0 +1,138 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+)
+
+// api is a client of the JSON API with a bearer token.
+type api struct {
+	c    *client
+	auth http.Header
+}
+
+func (b *bundle) api() *api {
+	token, _, err := models.CreateAPIToken(b.db, "shop", "test", b.clock.Now())
+	require.NoError(b.t, err)
+	return &api{c: b.client(), auth: http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}}}
+}
+
+func (a *api) do(method, path, body string) (int, map[string]any) {
+	a.c.b.t.Helper()
+	req, err := http.NewRequest(method, a.c.b.srv.URL+path, strings.NewReader(body))
+	require.NoError(a.c.b.t, err)
+	req.Header = a.auth.Clone()
+	res, err := a.c.http.Do(req)
+	require.NoError(a.c.b.t, err)
+	defer res.Body.Close()
+	var out map[string]any
+	require.NoError(a.c.b.t, json.NewDecoder(res.Body).Decode(&out), "every API answer is JSON")
+	return res.StatusCode, out
+}
+
+func TestRecordsAPIUpsertIsIdempotent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		a := b.api()
+		code, out := a.do("PUT", "/api/v1/records/order/12345", `{"title":"Order 12345","total":"10.00"}`)
+		require.Equal(t, http.StatusOK, code, out)
+		require.Equal(t, true, out["changed"])
+		links := out["links"].([]any)
+		require.Len(t, links, 1)
+		link := links[0].(map[string]any)
+		require.Equal(t, "crm", link["service"])
+		require.Equal(t, "new", link["status"])
+		require.Equal(t, "site_order_12345", link["external_key"])
+
+		code, out = a.do("PUT", "/api/v1/records/order/12345", `{"total":"10.00", "title":"Order 12345"}`)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, false, out["changed"], "the same payload again changes nothing")
+
+		require.NoError(t, b.eng.Drain(context.Background()))
+		code, out = a.do("GET", "/api/v1/records/order/12345", "")
+		require.Equal(t, http.StatusOK, code)
+		link = out["links"].([]any)[0].(map[string]any)
+		require.Equal(t, "success", link["status"])
+		require.NotEmpty(t, link["external_id"])
+		require.Equal(t, "Order 12345", out["payload"].(map[string]any)["title"])
+		require.Equal(t, 1, b.crm.CountByKey("site_order_12345"))
+
+		code, out = a.do("PUT", "/api/v1/records/order/12345", `{"title":"Order 12345","total":"12.00"}`)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, true, out["changed"])
+		require.Equal(t, "new", out["links"].([]any)[0].(map[string]any)["status"], "a new payload queues a push")
+	})
+}
+
+func TestRecordsAPIRefusesBadInputInWords(t *testing.T) {
+	b := setupSQLite(t)
+	a := b.api()
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+		words              string
+	}{
+		{"PUT", "/api/v1/records/order/1", `not json`, 400, "must be a JSON object"},
+		{"PUT", "/api/v1/records/order/1", `[1]`, 400, "must be a JSON object"},
+		{"PUT", "/api/v1/records/order/1", `{"a":1} {"b":2}`, 400, "nothing after it"},
+		{"PUT", "/api/v1/records/invoice/1", `{}`, 400, "no service is configured for records of type"},
+		{"PUT", "/api/v1/records/order/1", `{"x":"` + strings.Repeat("a", models.MaxPayload) + `"}`, 413, "larger than"},
+		{"GET", "/api/v1/records/order/404", "", 404, "Record order/404: not found"},
+		{"POST", "/api/v1/links/abc/sync", "", 400, "positive number"},
+		{"POST", "/api/v1/links/999/sync", "", 404, "Link 999: not found"},
+	} {
+		code, out := a.do(tc.method, tc.path, tc.body)
+		require.Equal(t, tc.code, code, "%s %s %.40s", tc.method, tc.path, tc.body)
+		require.Contains(t, out["error"], tc.words)
+	}
+	var n int64
+	b.db.Model(&models.Record{}).Count(&n)
+	require.Zero(t, n, "refused input wrote nothing")
+}
+
+// 50 concurrent "Sync now" calls for one link: one is queued, 49 are told it
+// is already in progress, none fails, and the provider gets one send.
+func TestSyncNowThroughTheAPIIsDebounced(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		a := b.api()
+		a.do("PUT", "/api/v1/records/order/7", `{"title":"Order 7"}`)
+		require.NoError(t, b.eng.Drain(context.Background()))
+		l, err := models.RecordLinks(db, "order", "7")
+		require.NoError(t, err)
+		before := b.crm.Requests().Total
+
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		codes := map[int]int{}
+		for range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				code, out := a.do("POST", "/api/v1/links/"+itoa(l[0].ID)+"/sync", "")
+				mu.Lock()
+				defer mu.Unlock()
+				codes[code]++
+				if code == http.StatusConflict {
+					require.Contains(t, out["error"], "already in progress since")
+					require.Equal(t, "api:shop", out["by"])
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, map[int]int{http.StatusAccepted: 1, http.StatusConflict: 49}, codes)
+		require.NoError(t, b.eng.Drain(context.Background()))
+		require.Equal(t, before+1, b.crm.Requests().Total, "one send")
+		require.EqualValues(t, 1, b.auditCount("link.sync", models.OutcomeSuccess))
+	})
+}
