@@ -1,0 +1,88 @@
+package outbox
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/sandbox"
+)
+
+// waitForSends blocks until the provider has seen n requests.
+func waitForSends(t *testing.T, p *sandbox.Provider, n int) {
+	require.Eventually(t, func() bool { return p.Requests().Total >= n }, 10*time.Second, 5*time.Millisecond)
+}
+
+func countStatus(t *testing.T, db *gorm.DB, s models.Status) int64 {
+	var n int64
+	require.NoError(t, db.Model(&models.Link{}).Where("status = ?", s).Count(&n).Error)
+	return n
+}
+
+// A stop lets sends in flight finish within the grace period and hands the
+// leases of claimed-but-unsent links straight back: nothing waits for a
+// lease to expire, nothing is left processing.
+func TestStopFinishesInFlightSendsAndHandsBackTheRest(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crm.SetOptions(sandbox.Options{Latency: 300 * time.Millisecond})
+		eng := e.engine(db, Options{Concurrency: 4, BatchSize: 8})
+		for i := range 20 {
+			typ, id, body := order(i)
+			_, err := eng.Upsert(context.Background(), typ, id, []byte(body))
+			require.NoError(t, err)
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- eng.Run(ctx, 5*time.Second) }()
+		waitForSends(t, e.crm, 4)
+		stop()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return within the grace period")
+		}
+		require.Zero(t, countStatus(t, db, models.StatusProcessing), "no link left under a lease")
+		sent := countStatus(t, db, models.StatusSuccess)
+		require.GreaterOrEqual(t, sent, int64(4), "sends in flight were allowed to finish")
+		require.Equal(t, int64(20)-sent, countStatus(t, db, models.StatusNew), "the rest are back in the queue, as they were")
+		var rows int64
+		db.Model(&models.InProgress{}).Count(&rows)
+		require.Zero(t, rows)
+		var attempts int64
+		db.Model(&models.Attempt{}).Count(&attempts)
+		require.Equal(t, sent, attempts, "handed-back links were never sent and have no attempt")
+	})
+}
+
+// Sends that outlast the grace period are cancelled: their attempt is logged
+// as ambiguous and the link retries with a lookup first.
+func TestStopCancelsSendsThatOutlastTheGrace(t *testing.T) {
+	db := dbtest.SQLite(t)
+	e := setup(t, db)
+	e.crm.SetOptions(sandbox.Options{Latency: 3 * time.Second})
+	e.svcs[0].Config.Timeout = 10 * time.Second
+	eng := e.engine(db, Options{Concurrency: 2})
+	e.upsert(order(1))
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx, 200*time.Millisecond) }()
+	waitForSends(t, e.crm, 1)
+	start := time.Now()
+	stop()
+	require.NoError(t, <-done)
+	require.Less(t, time.Since(start), 2*time.Second)
+	l := e.link("order", "1", "crm")
+	require.Equal(t, models.StatusRetry, l.Status)
+	require.True(t, l.NeedsLookup, "the cancelled create may have reached the provider")
+	as := e.attempts(l.ID)
+	require.Len(t, as, 1)
+	require.Equal(t, models.OutcomeAmbiguous, as[0].Outcome)
+	require.Contains(t, as[0].Error, "cancelled while sending")
+}
