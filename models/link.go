@@ -61,6 +61,7 @@ type Link struct {
 	LastError       string
 	LastHTTPCode    int `gorm:"column:last_http_code"`
 	PushedHash      string
+	RemoteDeletedAt *time.Time // the provider said the object is gone; re-create needs an operator
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }

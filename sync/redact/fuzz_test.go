@@ -24,6 +24,8 @@ var textSeeds = []string{
 	"token: Bearer [redacted]",
 	"password=[redacted]x",
 	"\xff\xfe token=\xff",
+	"\n,https://]54242424242424242dXNlcjpwYXNz/u:p@", // a later mask once completed a URL password
+	"Bearer Bearer abcdefgh12",
 }
 
 func FuzzText(f *testing.F) {

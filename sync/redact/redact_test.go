@@ -72,6 +72,7 @@ func TestText(t *testing.T) {
 			"retrying with Bearer [redacted] now"},
 		{"bearer jwt", "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln", "Bearer [redacted]"},
 		{"bearer as a word", "invalid bearer token", "invalid bearer token"},
+		{"bearer after a bearer", "Bearer Bearer abcdefgh12", "Bearer Bearer [redacted]"},
 		{"basic credential", "Basic dXNlcjpwYXNz", "Basic [redacted]"},
 		{"basic as a word", "Basic plan for 12 months", "Basic plan for 12 months"},
 		{"authorization header line", "Authorization: Bearer abc", "Authorization: [redacted]"},

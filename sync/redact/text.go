@@ -48,7 +48,12 @@ const minSecret = 24
 // scheme word stays), passwords in URLs, e-mail addresses, Luhn-valid card
 // numbers, and long runs of token characters that mix letters and digits
 // (API keys, webhook secrets, JWTs). Canonical UUIDs, timestamps, short
-// numbers and URL paths stay readable. Text(Text(s)) == Text(s).
+// numbers and URL paths stay readable. Card numbers become "[card]",
+// addresses "[email]", everything else "[redacted]". Phone numbers in prose
+// are not recognised; they are caught only under a sensitive key.
+//
+// Pairs go first so that a masked value keeps its key beside it; long runs
+// go last so that the more specific masks win. Text(Text(s)) == Text(s).
 func (r *Redactor) Text(s string) string {
 	s = rewrite(keyPrefix, s, r.maskPair)
 	s = userinfo.ReplaceAllString(s, "${1}"+redacted+"@")
@@ -60,8 +65,8 @@ func (r *Redactor) Text(s string) string {
 
 // rewrite replaces each match of re in s, left to right. fn gets the
 // submatch indexes of a match and returns its replacement together with the
-// offset where scanning resumes, which may lie inside the match: a rejected
-// `note: token=abc` must still have its `token=abc` looked at.
+// offset where scanning resumes, which may lie inside the match: after a
+// rejected "Bearer Bearer", the second "Bearer abc123…" must still be seen.
 func rewrite(re *regexp.Regexp, s string, fn func(s string, loc []int) (string, int)) string {
 	var b strings.Builder
 	pos := 0
