@@ -41,6 +41,10 @@ type Config struct {
 	Redact []string `yaml:"redact"`
 	// AttemptRetention is how long the attempt log is kept.
 	AttemptRetention time.Duration `yaml:"attempt_retention"`
+	// EventRetention is how long processed webhook events are kept: at least
+	// the longest provider re-send window, so a late re-delivery is still
+	// recognised as a duplicate.
+	EventRetention time.Duration `yaml:"event_retention"`
 	Metrics          Metrics       `yaml:"metrics"`
 	// Demo starts the sandbox providers and seeds records; on by default
 	// when no config file and no services are given.
@@ -95,6 +99,7 @@ func Default() Config {
 		Login:           Login{MaxFailures: 10, MaxFailuresPerIP: 50, Window: 15 * time.Minute},
 
 		AttemptRetention: 30 * 24 * time.Hour,
+		EventRetention:   30 * 24 * time.Hour,
 		Metrics:          Metrics{Access: "closed"},
 	}
 }
@@ -164,7 +169,7 @@ func (c Config) Validate() error {
 		v    time.Duration
 	}{{"shutdown_timeout", c.ShutdownTimeout}, {"session.idle_timeout", c.Session.IdleTimeout},
 		{"session.absolute_timeout", c.Session.AbsoluteTimeout}, {"login.window", c.Login.Window},
-		{"attempt_retention", c.AttemptRetention}} {
+		{"attempt_retention", c.AttemptRetention}, {"event_retention", c.EventRetention}} {
 		if d.v <= 0 {
 			bad(d.name, "must be a positive duration such as 30s or 8h, got %v", d.v)
 		}

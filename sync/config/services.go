@@ -30,6 +30,27 @@ type Service struct {
 	LookupBeforeCreate bool `yaml:"lookup_before_create"`
 	// Objects routes local types to this service.
 	Objects map[string]Object `yaml:"objects"`
+	// Webhook, when set, accepts the service's webhooks at POST /hooks/NAME.
+	Webhook *Webhook `yaml:"webhook"`
+}
+
+// Webhook says how a service signs its webhooks and what they do.
+type Webhook struct {
+	// Scheme is stripe, standard (Standard Webhooks), github, shopify or hmac.
+	Scheme string `yaml:"scheme"`
+	// Secrets are tried in turn: during a rotation, list the new and the old.
+	// ${VAR} is read from the environment.
+	Secrets   []string      `yaml:"secrets"`
+	Tolerance time.Duration `yaml:"tolerance"`
+	// Effects names the effect set applied to the events: payments, crm or none.
+	Effects string `yaml:"effects"`
+	// For the generic hmac scheme.
+	Header          string `yaml:"header"`
+	Encoding        string `yaml:"encoding"` // hex or base64
+	Prefix          string `yaml:"prefix"`
+	TimestampHeader string `yaml:"timestamp_header"`
+	IDHeader        string `yaml:"id_header"`
+	IDPath          string `yaml:"id_path"`
 }
 
 // Retry bounds the retries of temporary failures.
@@ -137,7 +158,7 @@ func (s Service) validate(name string) []error {
 	if s.Kind != "http" {
 		bad("kind", "%q is not a known connector (http)", s.Kind)
 	}
-	if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if u, err := url.Parse(s.BaseURL); len(s.Objects) > 0 && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		bad("base_url", "%q is not an http(s) URL", s.BaseURL)
 	}
 	for h, v := range s.Headers {
@@ -154,8 +175,11 @@ func (s Service) validate(name string) []error {
 	if s.Retry.Base <= 0 || s.Retry.Max < s.Retry.Base {
 		bad("retry", "base must be positive and max at least base")
 	}
-	if len(s.Objects) == 0 {
-		bad("objects", "route at least one local type to the service")
+	if len(s.Objects) == 0 && s.Webhook == nil {
+		bad("objects", "route at least one local type to the service, or configure its webhook")
+	}
+	if s.Webhook != nil {
+		errs = append(errs, s.Webhook.validate(name)...)
 	}
 	for _, typ := range sortedKeys(s.Objects) {
 		o := s.Objects[typ]
@@ -202,4 +226,43 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func (w Webhook) validate(name string) []error {
+	var errs []error
+	bad := func(setting, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("setting services.%s.webhook.%s: %s", name, setting, fmt.Sprintf(format, a...)))
+	}
+	switch w.Scheme {
+	case "stripe", "standard", "github", "shopify":
+	case "hmac":
+		if w.Header == "" {
+			bad("header", "the hmac scheme needs the signature header's name")
+		}
+		if w.Encoding != "hex" && w.Encoding != "base64" {
+			bad("encoding", "%q is not hex or base64", w.Encoding)
+		}
+		if w.IDHeader == "" && w.IDPath == "" {
+			bad("id_header", "the hmac scheme needs id_header or id_path to find the event id")
+		}
+	default:
+		bad("scheme", "%q is not stripe, standard, github, shopify or hmac", w.Scheme)
+	}
+	if len(w.Secrets) == 0 || len(w.Secrets) > 2 {
+		bad("secrets", "give one secret, or two during a rotation")
+	}
+	for i, sec := range w.Secrets {
+		if v, missing := ExpandEnv(sec); v == "" || len(missing) > 0 {
+			bad(fmt.Sprintf("secrets[%d]", i), "empty, or environment variable %s is not set", strings.Join(missing, ", "))
+		}
+	}
+	switch w.Effects {
+	case "", "none", "payments", "crm":
+	default:
+		bad("effects", "%q is not payments, crm or none", w.Effects)
+	}
+	if w.Tolerance < 0 {
+		bad("tolerance", "must be positive")
+	}
+	return errs
 }
