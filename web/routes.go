@@ -29,6 +29,7 @@ func (s *Server) routes() error {
 	e.StaticFS("/static", echo.MustSubFS(static.FS, "."))
 	e.GET("/login", s.showLogin, csrf)
 	e.POST("/login", s.login, csrf)
+	e.POST("/hooks/:service", s.receiveHook)
 	if s.cfg.Metrics.Access != "closed" && s.metrics != nil {
 		// Open, or behind its own bearer token: scrapers do not sign in.
 		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})), s.metricsAuth)
@@ -55,5 +56,6 @@ func (s *Server) routes() error {
 	api.POST("/links/:id/sync", s.apiSyncLink)
 	api.PUT("/records/:type/:id", s.apiPutRecord)
 	api.GET("/records/:type/:id", s.apiGetRecord)
+	api.POST("/events/:service/:id/replay", s.apiReplayEvent)
 	return nil
 }

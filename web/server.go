@@ -17,6 +17,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/outbox"
 )
 
@@ -29,6 +30,8 @@ type Deps struct {
 	Version string
 	// Outbox is the sending engine the API and the pages ask to sync.
 	Outbox *outbox.Engine
+	// Inbox receives webhooks at /hooks/{service}.
+	Inbox *inbox.Receiver
 	// Metrics is served at /metrics when config metrics.access allows.
 	Metrics prometheus.Gatherer
 }
@@ -41,6 +44,7 @@ type Server struct {
 	log     *slog.Logger
 	version string
 	outbox  *outbox.Engine
+	inbox   *inbox.Receiver
 	metrics prometheus.Gatherer
 	echo    *echo.Echo
 }
@@ -53,7 +57,7 @@ func New(d Deps) (*Server, error) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, outbox: d.Outbox, metrics: d.Metrics, echo: echo.New()}
+	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, echo: echo.New()}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError

@@ -21,6 +21,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/outbox"
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
@@ -55,7 +56,9 @@ func setup(t *testing.T, db *gorm.DB) *bundle {
 	log := slog.New(slog.DiscardHandler)
 	eng := outbox.New(db, []outbox.Service{{Name: "crm", Config: svc, Conn: connector.NewHTTP("crm", svc, redact.New(nil), nil)}},
 		clk, log, outbox.Options{Concurrency: 4})
-	s, err := New(Deps{DB: db, Config: cfg, Clock: clk, Version: "test", Log: log, Outbox: eng})
+	rc, err := inbox.New(db, cfg.Services, clk, log, redact.New(nil))
+	require.NoError(t, err)
+	s, err := New(Deps{DB: db, Config: cfg, Clock: clk, Version: "test", Log: log, Outbox: eng, Inbox: rc})
 	require.NoError(t, err)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

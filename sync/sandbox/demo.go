@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/syncdesk/syncdesk/sync/config"
@@ -67,8 +68,28 @@ func (d *Demo) serve(p *Provider) (string, error) {
 	return "http://" + ln.Addr().String(), nil
 }
 
-// Close stops the sandbox servers; hanging requests are cut off.
+// SendWebhooksTo makes both providers send signed webhooks to syncdesk at
+// baseURL: payments (Stripe scheme, paymentsSecret as-is) to
+// baseURL+"/hooks/payments", the CRM (Standard Webhooks, crmSecret
+// "whsec_<base64>") to baseURL+"/hooks/crm".
+func (d *Demo) SendWebhooksTo(baseURL, paymentsSecret, crmSecret string, duplicateRate float64) error {
+	base := strings.TrimSuffix(baseURL, "/")
+	err := d.Payments.SendWebhooks(WebhookConfig{URL: base + "/hooks/payments", Secret: paymentsSecret, DuplicateRate: duplicateRate})
+	if err != nil {
+		return err
+	}
+	if err := d.CRM.SendWebhooks(WebhookConfig{URL: base + "/hooks/crm", Secret: crmSecret, DuplicateRate: duplicateRate}); err != nil {
+		d.Payments.Close() // both or neither
+		return err
+	}
+	return nil
+}
+
+// Close stops webhook delivery, then the sandbox servers; hanging requests
+// are cut off.
 func (d *Demo) Close(ctx context.Context) error {
+	d.CRM.Close()
+	d.Payments.Close()
 	var errs []error
 	for _, s := range d.servers {
 		if err := s.Shutdown(ctx); err != nil {

@@ -4,6 +4,7 @@
 // that honours Idempotency-Key the way Stripe does but cannot look anything
 // up. Both keep their objects in memory and misbehave on demand — latency,
 // 5xx, 429, hangs, lost responses, validation errors — by rate or by script.
+// Either can send signed webhooks about its changes (see SendWebhooks).
 // syncdesk serves them in demo mode; tests run them under httptest.
 package sandbox
 
@@ -20,8 +21,10 @@ type spec struct {
 	collection string // the path segment: "deals"
 	noun       string // the id prefix and the word in errors: "deal"
 	validate   func(obj map[string]any) error
-	lookup     bool // GET ?external_key=K is supported
-	idempotent bool // POST honours Idempotency-Key
+	lookup     bool           // GET ?external_key=K is supported
+	idempotent bool           // POST honours Idempotency-Key
+	defaults   map[string]any // fields a created object gets when it lacks them
+	events     hookScheme     // how its webhooks are named, shaped and signed
 }
 
 // Provider is one sandbox provider, an http.Handler over objects held in
@@ -37,19 +40,23 @@ type Provider struct {
 	stats       Stats
 	inflight    map[string]int // requests in flight per external_key
 	maxInflight int
+	hooks       hookState
 }
 
 // NewCRM returns the CRM: /deals, ids "deal_N", a non-empty "title" required,
 // duplicates on every POST, lookup by external_key.
 func NewCRM(opts Options) *Provider {
-	return newProvider(spec{collection: "deals", noun: "deal", validate: validateDeal, lookup: true}, opts)
+	return newProvider(spec{collection: "deals", noun: "deal", validate: validateDeal, lookup: true,
+		events: standardScheme}, opts)
 }
 
 // NewPayments returns the payment provider: /payments, ids "pay_N", a
 // positive integer "amount" and a 3-letter "currency" required,
-// Idempotency-Key honoured for 24 hours, no lookup by external_key.
+// Idempotency-Key honoured for 24 hours, no lookup by external_key. A
+// created payment gets "status": "succeeded" unless the body set a status.
 func NewPayments(opts Options) *Provider {
-	return newProvider(spec{collection: "payments", noun: "pay", validate: validatePayment, idempotent: true}, opts)
+	return newProvider(spec{collection: "payments", noun: "pay", validate: validatePayment, idempotent: true,
+		defaults: map[string]any{"status": "succeeded"}, events: stripeScheme}, opts)
 }
 
 func newProvider(s spec, opts Options) *Provider {
@@ -136,11 +143,13 @@ func (p *Provider) create(w http.ResponseWriter, r *http.Request) {
 func (p *Provider) commitCreate(obj map[string]any, c claim) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	body := mustJSON(p.store.add(obj))
+	stored := p.store.add(fillDefaults(obj, p.spec.defaults))
+	body := mustJSON(stored)
 	p.stats.Creates++
 	if c.held != nil {
 		p.idem.finish(c.held, http.StatusCreated, body)
 	}
+	p.emitLocked(p.spec.events.created, stored)
 	return body
 }
 
@@ -165,6 +174,7 @@ func (p *Provider) replace(w http.ResponseWriter, r *http.Request, id string) {
 	if found {
 		p.stats.Updates++
 		body = mustJSON(stored)
+		p.emitLocked(p.spec.events.updated, stored)
 	}
 	p.mu.Unlock()
 	if !found {
@@ -239,7 +249,7 @@ func (p *Provider) delete(w http.ResponseWriter, r *http.Request, id string) {
 	if !p.prelude(w, r, None()) {
 		return
 	}
-	if !p.Delete(id) {
+	if !p.remove(id) {
 		p.notFound(w, id)
 		return
 	}

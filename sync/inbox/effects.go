@@ -1,0 +1,264 @@
+package inbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/syncdesk/syncdesk/models"
+)
+
+// Effect applies one event inside the inbox's transaction and says what it
+// did. Every effect is idempotent by design — a guarded transition, a push
+// of the desired state, an upsert by key — so a replay is safe. It returns
+// errIgnored when there was nothing to do, an *UnprocessableError when the
+// event can never apply, and any other error to have the delivery retried.
+type Effect func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error)
+
+// errIgnored marks an event that needed nothing done.
+var errIgnored = errors.New("ignored")
+
+// UnprocessableError is a well-formed event that can never apply.
+type UnprocessableError struct{ Reason string }
+
+func (e *UnprocessableError) Error() string { return e.Reason }
+
+func unprocessable(format string, a ...any) error {
+	return &UnprocessableError{Reason: fmt.Sprintf(format, a...)}
+}
+
+// EffectSet returns the effects of a named set: payments, crm, or none.
+func EffectSet(name string) map[string]Effect {
+	switch name {
+	case "payments":
+		return map[string]Effect{
+			"payment.succeeded": transition("pending", "paid"),
+			"payment.refunded":  transition("paid", "refunded"),
+		}
+	case "crm":
+		return map[string]Effect{
+			"deal.updated":    dealUpdated,
+			"deal.deleted":    dealDeleted,
+			"contact.created": adoptUnknown("contact"),
+		}
+	}
+	return map[string]Effect{}
+}
+
+// object is the event's subject: data.object (Stripe) or data (most others).
+func object(ev Event) map[string]any {
+	data, _ := ev.Body["data"].(map[string]any)
+	if obj, ok := data["object"].(map[string]any); ok {
+		return obj
+	}
+	return data
+}
+
+func str(m map[string]any, k string) string {
+	switch v := m[k].(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	}
+	return ""
+}
+
+// transition moves a payment record's status from one value to the next,
+// once: the guard makes a second "succeeded" for a paid payment a no-op. It
+// also adopts the provider's id on a link that lost its create's response.
+func transition(from, to string) Effect {
+	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+		obj := object(ev)
+		id, key := str(obj, "id"), str(obj, "external_key")
+		if id == "" && key == "" {
+			return "", unprocessable("the event names no payment: it has neither data.object.id nor data.object.external_key")
+		}
+		link, err := models.LinkByExternal(tx, ev.Service, id, key)
+		if errors.Is(err, models.ErrNotFound) {
+			return fmt.Sprintf("no local record for payment %s%s", id, key), errIgnored
+		} else if err != nil {
+			return "", err
+		}
+		rec, err := models.LockRecord(tx, link.LocalType, link.LocalID)
+		if err != nil {
+			return "", err
+		}
+		payload, err := decodeObject(rec.Payload)
+		if err != nil {
+			return "", err
+		}
+		if cur := fmt.Sprint(payload["status"]); cur != from {
+			return fmt.Sprintf("%s/%s is %q, not %q: nothing to do", rec.LocalType, rec.LocalID, cur, from), errIgnored
+		}
+		payload["status"] = to
+		hash, err := setPayload(tx, rec, payload, now)
+		if err != nil {
+			return "", err
+		}
+		if err := adoptID(tx, link, id, hash, now); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s/%s went from %s to %s", rec.LocalType, rec.LocalID, from, to), nil
+	}
+}
+
+// adoptID gives a link the provider's id when it had none (its create's
+// answer was lost) and records that the provider holds the new state, so
+// that it is not pushed back for nothing. A link being sent is left to its worker.
+func adoptID(tx *gorm.DB, l *models.Link, id, hash string, now time.Time) error {
+	updates := map[string]any{"updated_at": now}
+	if l.ExternalID == "" && id != "" {
+		updates["external_id"], updates["status"], updates["needs_lookup"] = id, models.StatusSuccess, false
+		updates["create_payload"], updates["last_error"], updates["attempts"] = "", "", 0
+	}
+	if l.Status == models.StatusSuccess || updates["status"] == models.StatusSuccess {
+		updates["pushed_hash"] = hash
+	}
+	return tx.Model(&models.Link{}).Where("id = ? AND status <> ?", l.ID, models.StatusProcessing).Updates(updates).Error
+}
+
+// dealUpdated compares the CRM's deal with our desired state and queues a
+// push of ours when they differ: the CRM is not the source of these fields.
+func dealUpdated(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+	obj := object(ev)
+	link, rec, err := linkedRecord(tx, ev.Service, obj)
+	if err != nil || link == nil {
+		return "no local record for this deal", errOr(err, errIgnored)
+	}
+	if link.RemoteDeletedAt != nil {
+		return "the deal was deleted earlier; waiting for an operator", errIgnored
+	}
+	desired, err := decodeObject(rec.Payload)
+	if err != nil {
+		return "", err
+	}
+	var differ []string
+	for k, want := range desired {
+		if !sameJSON(want, obj[k]) {
+			differ = append(differ, k)
+		}
+	}
+	if len(differ) == 0 {
+		return "the CRM matches our desired state", errIgnored
+	}
+	sort.Strings(differ)
+	err = tx.Model(&models.Link{}).Where("id = ? AND status IN ?", link.ID, []models.Status{models.StatusSuccess, models.StatusFailed, models.StatusRetry}).
+		Updates(map[string]any{"status": models.StatusNew, "next_attempt_at": now, "attempts": 0, "updated_at": now}).Error
+	return fmt.Sprintf("the CRM differs from our desired state in %s: a push is queued", strings.Join(differ, ", ")), err
+}
+
+// dealDeleted marks the link: the object is gone, and re-creating it is an
+// operator's decision, never automatic.
+func dealDeleted(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+	link, _, err := linkedRecord(tx, ev.Service, object(ev))
+	if err != nil || link == nil {
+		return "no local record for this deal", errOr(err, errIgnored)
+	}
+	if link.RemoteDeletedAt != nil {
+		return "already marked deleted", errIgnored
+	}
+	msg := fmt.Sprintf("%s reports %s deleted (event %s). Re-create it from the link page once you have confirmed it should exist.",
+		ev.Service, link.ExternalID, ev.ID)
+	err = tx.Model(&models.Link{}).Where("id = ?", link.ID).Updates(map[string]any{"remote_deleted_at": now,
+		"status": models.StatusFailed, "last_error": msg, "last_http_code": 0, "updated_at": now}).Error
+	return "link marked: the remote object is gone", err
+}
+
+// adoptUnknown creates a local record for an object we have never seen,
+// keyed by (service, external id): the unique keys make a second delivery —
+// or a replay — a no-op, never a second record.
+func adoptUnknown(kind string) Effect {
+	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+		obj := object(ev)
+		id := str(obj, "id")
+		if id == "" {
+			return "", unprocessable("the %s has no id", kind)
+		}
+		raw, _ := json.Marshal(obj)
+		canonical, hash, err := models.CanonicalPayload(raw)
+		if err != nil {
+			return "", unprocessable("the %s is not a JSON object", kind)
+		}
+		typ := ev.Service + "_" + kind
+		rec := models.Record{LocalType: typ, LocalID: id, Payload: canonical, ContentHash: hash, CreatedAt: now, UpdatedAt: now}
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rec)
+		if res.Error != nil {
+			return "", res.Error
+		}
+		link := models.Link{LocalType: typ, LocalID: id, ExternalService: ev.Service, ExternalKey: id, ExternalID: id,
+			Status: models.StatusSuccess, NextAttemptAt: now, PushedHash: hash, CreatedAt: now, UpdatedAt: now}
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&link).Error; err != nil {
+			return "", err
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Sprintf("%s/%s already exists", typ, id), errIgnored
+		}
+		return fmt.Sprintf("created %s/%s", typ, id), nil
+	}
+}
+
+// linkedRecord finds the link and record an event's object belongs to;
+// (nil, nil, nil) when we have none.
+func linkedRecord(tx *gorm.DB, service string, obj map[string]any) (*models.Link, *models.Record, error) {
+	link, err := models.LinkByExternal(tx, service, str(obj, "id"), str(obj, "external_key"))
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, nil, nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	rec, err := models.LockRecord(tx, link.LocalType, link.LocalID)
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, nil, nil
+	}
+	return link, rec, err
+}
+
+func setPayload(tx *gorm.DB, rec *models.Record, payload map[string]any, now time.Time) (string, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return "", err
+	}
+	canonical, hash, err := models.CanonicalPayload(raw)
+	if err != nil {
+		return "", err
+	}
+	return hash, models.SetRecordPayload(tx, rec, canonical, hash, now)
+}
+
+func decodeObject(s string) (map[string]any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("stored payload: %w", err)
+	}
+	return m, nil
+}
+
+// sameJSON compares two decoded JSON values by their encoding, so that the
+// number 10 and 10.0 or a reordered object compare equal.
+func sameJSON(a, b any) bool {
+	norm := func(v any) string {
+		raw, _ := json.Marshal(v)
+		var x any
+		_ = json.Unmarshal(raw, &x)
+		out, _ := json.Marshal(x)
+		return string(out)
+	}
+	return norm(a) == norm(b)
+}
+
+func errOr(err, fallback error) error {
+	if err != nil {
+		return err
+	}
+	return fallback
+}
