@@ -28,6 +28,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/outbox"
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
@@ -171,48 +172,86 @@ func (c *cli) serve() error {
 	if err := c.firstAdmin(db, clk.Now()); err != nil {
 		return err
 	}
+	var demo *sandbox.Demo
 	if cfg.Demo {
-		demo, services, err := sandbox.StartDemo()
-		if err != nil {
+		if demo, err = startDemo(&cfg); err != nil {
 			return err
 		}
-		defer func() { // a hanging sandbox request must not hold up the stop
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = demo.Close(ctx)
-		}()
-		cfg.Services = services
+		defer stopDemo(demo)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	eng := outbox.New(db, connectors(cfg, redactor), clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg})
-	if cfg.Demo {
-		if err := seedDemo(db, eng); err != nil {
-			return err
-		}
-	}
-	sched, err := schedule.New(tasks(db, cfg, clk, eng), locker(db), log)
+	a, err := assemble(cfg, db, clk, log, redactor)
 	if err != nil {
 		return err
 	}
-	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(), Outbox: eng, Metrics: reg})
-	if err != nil {
-		return err
+	if demo != nil {
+		if err := seedDemo(db, a.engine); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sched.Start()
+	a.sched.Start()
 	stopped := make(chan struct{})
 	go func() { // at a stop, sends finish or hand back their leases while HTTP drains
 		<-ctx.Done()
-		_ = sched.Stop()
+		_ = a.sched.Stop()
 		close(stopped)
 	}()
-	err = srv.Serve(ctx, func(addr string) { c.printStart(cfg, db, addr, log) })
+	err = a.web.Serve(ctx, func(addr string) {
+		c.printStart(cfg, db, addr, log)
+		if demo != nil {
+			if err := demo.StartWebhooks("http://" + addr); err != nil {
+				log.Error("demo webhooks", "err", err)
+			}
+		}
+	})
 	stop()
 	<-stopped
 	log.Info("stopped")
 	return err
+}
+
+// app is the wired product: the engine, the inbox, the schedules, the web.
+type app struct {
+	engine *outbox.Engine
+	sched  *schedule.Scheduler
+	web    *web.Server
+}
+
+func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger, r *redact.Redactor) (*app, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	eng := outbox.New(db, connectors(cfg, r), clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg})
+	rc, err := inbox.New(db, cfg.Services, clk, log, r)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := schedule.New(tasks(db, cfg, clk, eng, rc), locker(db), log)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(), Outbox: eng, Inbox: rc, Metrics: reg})
+	if err != nil {
+		return nil, err
+	}
+	return &app{engine: eng, sched: sched, web: srv}, nil
+}
+
+// startDemo serves the sandbox providers and points the configuration at them.
+func startDemo(cfg *config.Config) (*sandbox.Demo, error) {
+	demo, services, err := sandbox.StartDemo()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Services = services
+	return demo, nil
+}
+
+// stopDemo stops the sandboxes; a hanging sandbox request must not hold up the stop.
+func stopDemo(demo *sandbox.Demo) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = demo.Close(ctx)
 }
 
 func (c *cli) printStart(cfg config.Config, db *gorm.DB, addr string, log *slog.Logger) {
@@ -254,7 +293,7 @@ func seedDemo(db *gorm.DB, eng *outbox.Engine) error {
 }
 
 // tasks is the table of background tasks: name, period, one call each.
-func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine) []schedule.Task {
+func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine, rc *inbox.Receiver) []schedule.Task {
 	return []schedule.Task{
 		{Name: "send", Every: time.Second, Run: eng.Drain, EveryInstance: true},
 		{Name: "rescue-expired-leases", Every: 15 * time.Second, Run: func(ctx context.Context) error {
@@ -263,6 +302,10 @@ func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine) 
 		}},
 		{Name: "prune-attempts", Every: time.Hour, Run: func(ctx context.Context) error {
 			_, err := eng.PruneAttempts(ctx, cfg.AttemptRetention)
+			return err
+		}},
+		{Name: "prune-events", Every: time.Hour, Run: func(ctx context.Context) error {
+			_, err := rc.Prune(ctx, cfg.EventRetention)
 			return err
 		}},
 		{Name: "prune-sessions", Every: 10 * time.Minute, Run: func(ctx context.Context) error {

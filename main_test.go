@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,9 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/clock"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
 // cmd runs the CLI in-process and returns its exit code and output.
@@ -165,4 +169,38 @@ func freePort(t *testing.T) string {
 	require.NoError(t, err)
 	defer l.Close()
 	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+// Every task of the table runs through the scheduler as wired for each
+// database: on SQLite without a distributed locker, on Postgres with one.
+func TestEveryScheduledTaskRuns(t *testing.T) {
+	for _, dialect := range []string{models.SQLite, models.Postgres} {
+		t.Run(dialect, func(t *testing.T) {
+			url := dbtest.SQLitePath(t)
+			if dialect == models.Postgres {
+				url = dbtest.PostgresURL(t)
+			}
+			db := dbtest.Open(t, url)
+			cfg := config.Default()
+			log := slog.New(slog.DiscardHandler)
+			a, err := assemble(cfg, db, clock.Real{}, log, redact.New(nil))
+			require.NoError(t, err)
+			a.sched.Start()
+			defer a.sched.Stop()
+			for _, st := range a.sched.States() {
+				require.NoError(t, a.sched.RunNow(st.Name))
+			}
+			require.Eventually(t, func() bool {
+				for _, st := range a.sched.States() {
+					if st.Runs == 0 || st.Running {
+						return false
+					}
+				}
+				return true
+			}, 10*time.Second, 20*time.Millisecond)
+			for _, st := range a.sched.States() {
+				require.Empty(t, st.LastError, "task %s", st.Name)
+			}
+		})
+	}
 }

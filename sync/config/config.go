@@ -45,7 +45,7 @@ type Config struct {
 	// the longest provider re-send window, so a late re-delivery is still
 	// recognised as a duplicate.
 	EventRetention time.Duration `yaml:"event_retention"`
-	Metrics          Metrics       `yaml:"metrics"`
+	Metrics        Metrics       `yaml:"metrics"`
 	// Demo starts the sandbox providers and seeds records; on by default
 	// when no config file and no services are given.
 	Demo bool `yaml:"demo"`

@@ -106,6 +106,9 @@ func transition(from, to string) Effect {
 		if err := adoptID(tx, link, id, hash, now); err != nil {
 			return "", err
 		}
+		if err := requeueOthers(tx, link, now); err != nil {
+			return "", err
+		}
 		return fmt.Sprintf("%s/%s went from %s to %s", rec.LocalType, rec.LocalID, from, to), nil
 	}
 }
@@ -123,6 +126,14 @@ func adoptID(tx *gorm.DB, l *models.Link, id, hash string, now time.Time) error 
 		updates["pushed_hash"] = hash
 	}
 	return tx.Model(&models.Link{}).Where("id = ? AND status <> ?", l.ID, models.StatusProcessing).Updates(updates).Error
+}
+
+// requeueOthers queues a push of the record's new state to every other
+// service it is linked to: the record changed, so their desired state did.
+func requeueOthers(tx *gorm.DB, l *models.Link, now time.Time) error {
+	return tx.Model(&models.Link{}).Where("local_type = ? AND local_id = ? AND external_service <> ? AND status IN ?",
+		l.LocalType, l.LocalID, l.ExternalService, []models.Status{models.StatusSuccess, models.StatusFailed}).
+		Updates(map[string]any{"status": models.StatusNew, "next_attempt_at": now, "attempts": 0, "updated_at": now}).Error
 }
 
 // dealUpdated compares the CRM's deal with our desired state and queues a

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -18,7 +20,13 @@ import (
 type Demo struct {
 	CRM, Payments *Provider
 	servers       []*http.Server
+	// The webhook secrets, made fresh at each start and known to both sides.
+	paymentsSecret, crmSecret string
 }
+
+// demoDuplicateRate makes one delivery in ten arrive twice, so the inbox
+// shows duplicates counted and ignored.
+const demoDuplicateRate = 0.1
 
 // demoFaults is the fault mix of the demo: mostly healthy, never quiet.
 var demoFaults = Options{Latency: 40 * time.Millisecond, Rate5xx: 0.06, Rate429: 0.04, RateHang: 0.01,
@@ -37,9 +45,11 @@ func StartDemo() (*Demo, map[string]config.Service, error) {
 		d.Close(context.Background())
 		return nil, nil, err
 	}
+	d.paymentsSecret, d.crmSecret = "whsec_"+randomHex(24), NewStandardSecret()
 	retry := config.Retry{MaxAttempts: 5, Base: 2 * time.Second, Max: 30 * time.Second}
 	services := map[string]config.Service{
 		"crm": {Kind: "http", BaseURL: crmURL, Timeout: 5 * time.Second, Retry: retry,
+			Webhook: &config.Webhook{Scheme: "standard", Secrets: []string{d.crmSecret}, Effects: "crm"},
 			Objects: map[string]config.Object{
 				"order": {Remote: "deal", ExternalKey: "site_order_{local_id}", KeyField: "external_key", IDField: "id",
 					Create: "POST /deals", Update: "PUT /deals/{external_id}",
@@ -49,6 +59,7 @@ func StartDemo() (*Demo, map[string]config.Service, error) {
 					Lookup: "GET /deals?external_key={external_key}", List: "GET /deals?cursor={cursor}"},
 			}},
 		"payments": {Kind: "http", BaseURL: payURL, Timeout: 5 * time.Second, Retry: retry, IdempotencyHeader: "Idempotency-Key",
+			Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{d.paymentsSecret}, Effects: "payments"},
 			Objects: map[string]config.Object{
 				"order": {Remote: "payment", ExternalKey: "site_order_{local_id}", KeyField: "external_key", IDField: "id",
 					Create: "POST /payments", Update: "PUT /payments/{external_id}", List: "GET /payments?cursor={cursor}"},
@@ -66,6 +77,12 @@ func (d *Demo) serve(p *Provider) (string, error) {
 	d.servers = append(d.servers, srv)
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), nil
+}
+
+// StartWebhooks has both sandboxes send their signed webhooks to the
+// syncdesk serving at baseURL.
+func (d *Demo) StartWebhooks(baseURL string) error {
+	return d.SendWebhooksTo(baseURL, d.paymentsSecret, d.crmSecret, demoDuplicateRate)
 }
 
 // SendWebhooksTo makes both providers send signed webhooks to syncdesk at
@@ -117,7 +134,7 @@ func DemoRecords() []DemoRecord {
 			amount = 0 // refused by the payment provider: amount must be positive
 		}
 		out = append(out, DemoRecord{Type: "order", ID: fmt.Sprint(10000 + i), Payload: fmt.Sprintf(
-			`{"title":%q,"amount":%d,"currency":"EUR","status":"paid","customer":{"name":%q,"email":"buyer%d@example.com"}}`,
+			`{"title":%q,"amount":%d,"currency":"EUR","status":"pending","customer":{"name":%q,"email":"buyer%d@example.com"}}`,
 			title, amount, customers[i%len(customers)], i)})
 	}
 	for i := 1; i <= 50; i++ {
@@ -129,4 +146,10 @@ func DemoRecords() []DemoRecord {
 			`{"title":%q,"stage":"new","phone":"+380 44 000 %04d"}`, title, i)})
 	}
 	return out
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -49,8 +49,10 @@ type Scheduler struct {
 	stop  context.CancelFunc
 }
 
-// New builds a scheduler for tasks. locker may be nil (one instance only).
-func New(tasks []Task, locker gocron.Locker, log *slog.Logger) (*Scheduler, error) {
+// New builds a scheduler for tasks. locker is nil for a single instance
+// (SQLite); it is a concrete pointer, not gocron's interface, so that a nil
+// one cannot slip through as a non-nil interface holding nothing.
+func New(tasks []Task, locker *PGLocker, log *slog.Logger) (*Scheduler, error) {
 	opts := []gocron.SchedulerOption{gocron.WithLocation(time.UTC), gocron.WithStopTimeout(10 * time.Second)}
 	if locker != nil {
 		opts = append(opts, gocron.WithDistributedLocker(locker))
