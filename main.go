@@ -230,7 +230,8 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(), Outbox: eng, Inbox: rc, Metrics: reg})
+	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(),
+		Redactor: r, Outbox: eng, Inbox: rc, Metrics: reg})
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +304,10 @@ func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine, 
 		{Name: "prune-attempts", Every: time.Hour, Run: func(ctx context.Context) error {
 			_, err := eng.PruneAttempts(ctx, cfg.AttemptRetention)
 			return err
+		}},
+		{Name: "refresh-stats", Every: 10 * time.Second, StartNow: true, Run: func(ctx context.Context) error {
+			now := clk.Now()
+			return errors.Join(models.RefreshLinkCounts(db.WithContext(ctx), now), models.RefreshAttemptHours(db.WithContext(ctx), now))
 		}},
 		{Name: "prune-events", Every: time.Hour, Run: func(ctx context.Context) error {
 			_, err := rc.Prune(ctx, cfg.EventRetention)

@@ -57,14 +57,19 @@ func PruneEvents(db *gorm.DB, before time.Time, batch int) (int64, error) {
 // that is unknown to us (a lost response), by our external key.
 func LinkByExternal(tx *gorm.DB, service, externalID, externalKey string) (*Link, error) {
 	var l Link
-	q := tx.Where("external_service = ?", service)
+	var q *gorm.DB
 	switch {
 	case externalID != "" && externalKey != "":
-		q = q.Where("external_id = ? OR external_key = ?", externalID, externalKey)
+		// Two index lookups joined, not an OR: SQLite, without statistics,
+		// answers "external_id = ? OR external_key = ?" by reading every link
+		// of the service — inside a webhook's write transaction.
+		q = tx.Where("id IN (SELECT id FROM external_map WHERE external_service = ? AND external_id = ?"+
+			" UNION ALL SELECT id FROM external_map WHERE external_service = ? AND external_key = ?)",
+			service, externalID, service, externalKey)
 	case externalID != "":
-		q = q.Where("external_id = ?", externalID)
+		q = tx.Where("external_service = ? AND external_id = ?", service, externalID)
 	case externalKey != "":
-		q = q.Where("external_key = ?", externalKey)
+		q = tx.Where("external_service = ? AND external_key = ?", service, externalKey)
 	default:
 		return nil, fmt.Errorf("link: %w", ErrNotFound)
 	}

@@ -62,6 +62,7 @@ type Link struct {
 	LastHTTPCode    int `gorm:"column:last_http_code"`
 	PushedHash      string
 	RemoteDeletedAt *time.Time // the provider said the object is gone; re-create needs an operator
+	ErrorGroup      string     // service · HTTP code · message with ids and numbers stripped: failures that are the same problem
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }

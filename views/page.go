@@ -4,6 +4,7 @@ package views
 
 import (
 	"fmt"
+	"net/url"
 	"time"
 )
 
@@ -29,6 +30,16 @@ type Page struct {
 	Flash   string // a one-line confirmation after an action
 	Now     time.Time
 	Version string
+	// Paused lists the services whose sending is paused, shown loudly on every page.
+	Paused []PausedService
+}
+
+// PausedService is a service whose sending an operator paused.
+type PausedService struct {
+	Name   string
+	By     string
+	Since  time.Time
+	Reason string
 }
 
 // NavEntry is one item of the main navigation.
@@ -41,6 +52,8 @@ type NavEntry struct {
 // entry here when it lands.
 var Nav = []NavEntry{
 	{Path: "/", Label: "Overview"},
+	{Path: "/links", Label: "Links"},
+	{Path: "/failed", Label: "Failed"},
 	{Path: "/audit", Label: "Audit log"},
 	{Path: "/users", Label: "Users", AdminOnly: true},
 }
@@ -84,3 +97,6 @@ func UTC(t time.Time) string {
 
 // ISO formats t for a <time datetime> attribute.
 func ISO(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// urlQuery escapes a value for a query string.
+func urlQuery(s string) string { return url.QueryEscape(s) }

@@ -1,21 +1,52 @@
 package web
 
 import (
+	"time"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/views"
 )
 
+// showOverview reads maintained aggregates, never a count over every link:
+// it stays fast at millions of rows.
 func (s *Server) showOverview(c echo.Context) error {
-	counts, err := models.CountLinksByStatus(s.db)
-	if err != nil {
-		return err
-	}
+	now := s.clock.Now()
 	v := views.Overview{}
 	for _, st := range models.Statuses {
 		v.Statuses = append(v.Statuses, string(st))
 	}
+	counts, err := models.LinkCounts(s.db)
+	if err != nil {
+		return err
+	}
+	s.fillCounts(&v, counts)
+	hours, err := models.AttemptHours(s.db, now.UTC().Truncate(time.Hour).Add(-23*time.Hour))
+	if err != nil {
+		return err
+	}
+	v.Hours = hourBars(hours)
+	failures, err := models.NewestFailures(s.db, 8)
+	if err != nil {
+		return err
+	}
+	for _, l := range failures {
+		v.Failures = append(v.Failures, linkRow(l))
+	}
+	rows, total, err := models.InProgressRows(s.db, now, 8)
+	if err != nil {
+		return err
+	}
+	v.InProgressTotal = total
+	for _, r := range rows {
+		v.InProgress = append(v.InProgress, views.InProgressRow{Service: r.ExternalService, LocalType: r.LocalType,
+			LocalID: r.LocalID, By: r.StartedBy, Since: r.StartedAt})
+	}
+	return s.render(c, views.OverviewPage(s.page(c, "Overview", "/"), v))
+}
+
+func (s *Server) fillCounts(v *views.Overview, counts []models.StatLinkCount) {
 	byService := map[string]int{}
 	for _, sc := range counts {
 		i, ok := byService[sc.Service]
@@ -24,8 +55,33 @@ func (s *Server) showOverview(c echo.Context) error {
 			byService[sc.Service] = i
 			v.Services = append(v.Services, views.ServiceCounts{Service: sc.Service, Counts: map[string]int64{}})
 		}
-		v.Services[i].Counts[string(sc.Status)] += sc.N
+		v.Services[i].Counts[sc.Status] += sc.N
 		v.Services[i].Total += sc.N
+		v.CountedAt = sc.CountedAt
 	}
-	return s.render(c, views.OverviewPage(s.page(c, "Overview", "/"), v))
+}
+
+func hourBars(rows []models.StatAttemptHour) []views.HourBar {
+	var out []views.HourBar
+	idx := map[int64]int{}
+	for _, r := range rows {
+		k := r.Hour.UTC().Unix()
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, views.HourBar{Start: r.Hour})
+		}
+		switch models.Outcome(r.Outcome) {
+		case models.OutcomeOK:
+			out[i].OK += r.N
+		case models.OutcomeTemporary:
+			out[i].Temporary += r.N
+		case models.OutcomePermanent:
+			out[i].Permanent += r.N
+		case models.OutcomeAmbiguous:
+			out[i].Ambiguous += r.N
+		}
+	}
+	return out
 }

@@ -41,6 +41,19 @@ func (s *Server) routes() error {
 	pages.GET("/", s.showOverview)
 	pages.GET("/audit", s.listAudit)
 
+	operator := s.requireRole(models.RoleOperator)
+	pages.GET("/links", s.listLinks)
+	pages.GET("/links/:id", s.showLink)
+	pages.GET("/links/:id/status", s.linkStatus)
+	pages.POST("/links/:id/sync", s.syncLink, operator)
+	pages.POST("/links/:id/fail", s.failLink, operator)
+	pages.POST("/links/:id/recreate", s.recreateLink, operator)
+	pages.GET("/records/:type/:id", s.showRecord)
+	pages.GET("/failed", s.listFailed)
+	pages.GET("/failed/group", s.showFailedGroup)
+	pages.POST("/failed/retry", s.askRetry, operator)
+	pages.POST("/failed/retry/confirm", s.retryConfirmed, operator)
+
 	// Role checks go on each route: a Group("") with middleware would also
 	// catch every unknown path and answer 403 instead of 404.
 	admin := s.requireRole(models.RoleAdmin)

@@ -19,6 +19,9 @@ import (
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/redact"
+	"github.com/syncdesk/syncdesk/sync/schedule"
+	"github.com/syncdesk/syncdesk/sync/services"
 )
 
 // Deps is what the web layer is given at start.
@@ -28,12 +31,18 @@ type Deps struct {
 	Clock   clock.Clock
 	Log     *slog.Logger
 	Version string
+	// Redactor masks secrets in payloads shown on pages.
+	Redactor *redact.Redactor
 	// Outbox is the sending engine the API and the pages ask to sync.
 	Outbox *outbox.Engine
 	// Inbox receives webhooks at /hooks/{service}.
 	Inbox *inbox.Receiver
 	// Metrics is served at /metrics when config metrics.access allows.
 	Metrics prometheus.Gatherer
+	// Pauser pauses and resumes sending per service; nil hides the switch.
+	Pauser *services.Pauser
+	// Scheduler runs the background tasks the schedules page shows.
+	Scheduler *schedule.Scheduler
 }
 
 // Server is the HTTP face of syncdesk.
@@ -43,9 +52,12 @@ type Server struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	version string
+	redact  *redact.Redactor
 	outbox  *outbox.Engine
 	inbox   *inbox.Receiver
 	metrics prometheus.Gatherer
+	pauser  *services.Pauser
+	sched   *schedule.Scheduler
 	echo    *echo.Echo
 }
 
@@ -57,7 +69,10 @@ func New(d Deps) (*Server, error) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, echo: echo.New()}
+	if d.Redactor == nil {
+		d.Redactor = redact.New(nil)
+	}
+	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, redact: d.Redactor, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, pauser: d.Pauser, sched: d.Scheduler, echo: echo.New()}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError

@@ -6,9 +6,12 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/syncdesk/syncdesk/models"
 )
 
 // Service is one external system syncdesk pushes records to, configured
@@ -32,6 +35,35 @@ type Service struct {
 	Objects map[string]Object `yaml:"objects"`
 	// Webhook, when set, accepts the service's webhooks at POST /hooks/NAME.
 	Webhook *Webhook `yaml:"webhook"`
+	// Reconcile says how the service's objects are compared with our links.
+	Reconcile Reconcile `yaml:"reconcile"`
+}
+
+// Reconcile shapes the reconciliation of one service.
+type Reconcile struct {
+	// Every is how often the scheduler reconciles the service (default 1h).
+	Every time.Duration `yaml:"every"`
+	// Manual turns the schedule off: runs start only on demand.
+	Manual bool `yaml:"manual"`
+	// MaxFixes is the safety valve: a run that would fix more stops after
+	// this many and waits for an operator to confirm the rest (default 100).
+	MaxFixes int `yaml:"max_fixes"`
+	// AutoFix says, per discrepancy kind, whether a run fixes it (true) or
+	// only reports it. A kind not named keeps its default: every kind is
+	// fixed except duplicate_remote, which needs a person.
+	AutoFix map[string]bool `yaml:"auto_fix"`
+	// Compare names, per local type, the fields compared with the
+	// provider's object; a type not named compares the record payload's
+	// top-level fields.
+	Compare map[string][]string `yaml:"compare"`
+}
+
+// Fixes reports whether a run fixes discrepancies of kind on its own.
+func (r Reconcile) Fixes(kind string) bool {
+	if v, ok := r.AutoFix[kind]; ok {
+		return v
+	}
+	return kind != models.KindDuplicateRemote
 }
 
 // Webhook says how a service signs its webhooks and what they do.
@@ -127,6 +159,12 @@ func (s *Service) applyDefaults() {
 	if s.Retry.Max == 0 {
 		s.Retry.Max = 15 * time.Minute
 	}
+	if s.Reconcile.Every == 0 {
+		s.Reconcile.Every = time.Hour
+	}
+	if s.Reconcile.MaxFixes == 0 {
+		s.Reconcile.MaxFixes = 100
+	}
 	for name, o := range s.Objects {
 		if o.KeyField == "" {
 			o.KeyField = "external_key"
@@ -181,6 +219,7 @@ func (s Service) validate(name string) []error {
 	if s.Webhook != nil {
 		errs = append(errs, s.Webhook.validate(name)...)
 	}
+	errs = append(errs, s.Reconcile.validate(name, s.Objects)...)
 	for _, typ := range sortedKeys(s.Objects) {
 		o := s.Objects[typ]
 		for field, v := range map[string]string{"create": o.Create, "update": o.Update, "lookup": o.Lookup, "list": o.List} {
@@ -263,6 +302,36 @@ func (w Webhook) validate(name string) []error {
 	}
 	if w.Tolerance < 0 {
 		bad("tolerance", "must be positive")
+	}
+	return errs
+}
+
+func (r Reconcile) validate(name string, objects map[string]Object) []error {
+	var errs []error
+	bad := func(setting, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("setting services.%s.reconcile.%s: %s", name, setting, fmt.Sprintf(format, a...)))
+	}
+	if r.Every < 0 {
+		bad("every", "must be a positive duration such as 1h (use manual: true for no schedule)")
+	}
+	if r.MaxFixes < 0 {
+		bad("max_fixes", "must be at least 1, got %d", r.MaxFixes)
+	}
+	for _, kind := range sortedKeys(r.AutoFix) {
+		if !slices.Contains(models.DiscrepancyKinds, kind) {
+			bad("auto_fix."+kind, "not a discrepancy kind (%s)", strings.Join(models.DiscrepancyKinds, ", "))
+		}
+		if kind == models.KindDuplicateRemote && r.AutoFix[kind] {
+			bad("auto_fix."+kind, "a duplicate needs a person to choose which object to keep; it can only be reported")
+		}
+	}
+	for _, typ := range sortedKeys(r.Compare) {
+		if _, ok := objects[typ]; !ok {
+			bad("compare."+typ, "%s is not routed to this service", typ)
+		}
+		if len(r.Compare[typ]) == 0 || slices.Contains(r.Compare[typ], "") {
+			bad("compare."+typ, "list the fields to compare, or leave the type out to compare the whole payload")
+		}
 	}
 	return errs
 }

@@ -179,7 +179,8 @@ func dealDeleted(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (str
 	msg := fmt.Sprintf("%s reports %s deleted (event %s). Re-create it from the link page once you have confirmed it should exist.",
 		ev.Service, link.ExternalID, ev.ID)
 	err = tx.Model(&models.Link{}).Where("id = ?", link.ID).Updates(map[string]any{"remote_deleted_at": now,
-		"status": models.StatusFailed, "last_error": msg, "last_http_code": 0, "updated_at": now}).Error
+		"status": models.StatusFailed, "last_error": msg, "last_http_code": 0, "updated_at": now,
+		"error_group": models.ErrorGroup(ev.Service, 0, "deleted remotely: re-create after confirming")}).Error
 	return "link marked: the remote object is gone", err
 }
 

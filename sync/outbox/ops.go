@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,4 +70,37 @@ func (e *Engine) PruneAttempts(ctx context.Context, retention time.Duration) (in
 		}
 	}
 	return total, ctx.Err()
+}
+
+// MarkFailed stops a link's retries on an operator's word.
+func (e *Engine) MarkFailed(ctx context.Context, id int64, who, reason string) (*models.Link, error) {
+	return models.MarkFailed(e.db.WithContext(ctx), id, who, reason, e.clock.Now())
+}
+
+// Recreate queues a new create for a link whose remote object was deleted,
+// once an operator has confirmed that it should exist.
+func (e *Engine) Recreate(ctx context.Context, id int64) (*models.Link, error) {
+	l, err := models.Recreate(e.db.WithContext(ctx), id, e.clock.Now())
+	if err == nil {
+		e.poke()
+	}
+	return l, err
+}
+
+// RetryMany asks for each link to be sent now, as SyncNow does one: links
+// already in progress are counted as busy and left alone.
+func (e *Engine) RetryMany(ctx context.Context, ids []int64, who string) (queued, busy int, err error) {
+	for _, id := range ids {
+		_, err := e.SyncNow(ctx, id, who)
+		var ip *models.InProgressError
+		switch {
+		case errors.As(err, &ip):
+			busy++
+		case err != nil:
+			return queued, busy, fmt.Errorf("retry link %d: %w", id, err)
+		default:
+			queued++
+		}
+	}
+	return queued, busy, nil
 }

@@ -17,6 +17,11 @@ import (
 // rate of small transactions.
 const flushSize = 256
 
+// flushWindow is how long the writer gathers outcomes before it writes them:
+// sends that were claimed together finish together, and one transaction for
+// all of them costs the database little more than one for the first.
+const flushWindow = 5 * time.Millisecond
+
 // Run claims and sends due links until ctx ends. Then it stops claiming,
 // gives sends in flight up to grace to finish, cancels the rest (their
 // attempts are logged as ambiguous), and hands back the leases of links it
@@ -70,35 +75,70 @@ type pipe struct {
 	jobs    chan job
 	results chan models.LinkOutcome
 	freed   chan struct{}
+	// dbTurn makes this engine's claims and writes take turns on SQLite,
+	// which lets one writer in at a time anyway: queued here, the next one
+	// starts as soon as the last commits, instead of after a busy-handler sleep.
+	dbTurn sync.Mutex
 
-	mu       sync.Mutex
-	inflight int
+	mu        sync.Mutex
+	unsent    int // claimed, not yet handed to the writer
+	unwritten int // claimed, outcome not yet written
 }
 
-func (p *pipe) add(n int) {
+// claimed counts n links claimed.
+func (p *pipe) claimed(n int) {
 	p.mu.Lock()
-	p.inflight += n
+	p.unsent += n
+	p.unwritten += n
 	p.mu.Unlock()
-	if n < 0 {
-		select {
-		case p.freed <- struct{}{}:
-		default:
-		}
+}
+
+// sent counts one outcome handed to the writer, which frees a place for
+// the claimer: room does not wait for the write.
+func (p *pipe) sent() {
+	p.mu.Lock()
+	p.unsent--
+	p.mu.Unlock()
+	p.signal()
+}
+
+// written counts n outcomes written.
+func (p *pipe) written(n int) {
+	p.mu.Lock()
+	p.unwritten -= n
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *pipe) signal() {
+	select {
+	case p.freed <- struct{}{}:
+	default:
 	}
 }
 
-func (p *pipe) room() (room, inflight int) {
+func (p *pipe) room() (room, unwritten int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// Keep up to one batch queued beyond the senders so none sits idle
-	// while the next claim is in flight.
-	return p.e.opts.Concurrency + p.e.opts.BatchSize - p.inflight, p.inflight
+	// while the next claim is in flight. Outcomes waiting to be written
+	// do not count: the results channel's bound holds them back instead.
+	return p.e.opts.Concurrency + p.e.opts.BatchSize - p.unsent, p.unwritten
+}
+
+// turn serialises this engine's write transactions on SQLite.
+func (p *pipe) turn() (done func()) {
+	if models.Dialect(p.e.db) != models.SQLite {
+		return func() {}
+	}
+	p.dbTurn.Lock()
+	return p.dbTurn.Unlock
 }
 
 func (p *pipe) claimLoop(ctx context.Context, untilIdle bool) error {
 	e := p.e
 	for ctx.Err() == nil {
-		room, inflight := p.room()
+		room, unwritten := p.room()
 		if room >= min(e.opts.BatchSize, e.opts.Concurrency) {
 			n, err := p.claim(ctx, min(room, e.opts.BatchSize))
 			if err != nil && ctx.Err() == nil {
@@ -110,7 +150,7 @@ func (p *pipe) claimLoop(ctx context.Context, untilIdle bool) error {
 			if n > 0 {
 				continue
 			}
-			if untilIdle && inflight == 0 {
+			if untilIdle && unwritten == 0 {
 				return nil
 			}
 		}
@@ -127,7 +167,9 @@ func (p *pipe) claimLoop(ctx context.Context, untilIdle bool) error {
 // claim takes up to limit due links and queues them for the senders.
 func (p *pipe) claim(ctx context.Context, limit int) (int, error) {
 	e := p.e
+	done := p.turn()
 	links, err := models.ClaimDue(e.db.WithContext(ctx), e.leaseToken(), e.clock.Now(), e.opts.Lease, limit, e.paused())
+	done()
 	if err != nil || len(links) == 0 {
 		return 0, err
 	}
@@ -135,7 +177,7 @@ func (p *pipe) claim(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	p.add(len(links))
+	p.claimed(len(links))
 	for _, l := range links {
 		r := records[[2]string{l.LocalType, l.LocalID}]
 		p.jobs <- job{link: l, payload: r.Payload, hash: r.ContentHash}
@@ -147,9 +189,10 @@ func (p *pipe) sendLoop(stop, sendCtx context.Context) {
 	for j := range p.jobs {
 		if stop.Err() != nil {
 			p.results <- handBack(j, p.e.clock.Now())
-			continue
+		} else {
+			p.results <- p.e.send(sendCtx, j)
 		}
-		p.results <- p.e.send(sendCtx, j)
+		p.sent()
 	}
 }
 
@@ -163,12 +206,15 @@ func handBack(j job, now time.Time) models.LinkOutcome {
 		NeedsLookup: j.link.NeedsLookup, LastError: j.link.LastError, LastHTTP: j.link.LastHTTPCode}
 }
 
-// writeLoop writes outcomes in batches: whatever has arrived, up to flushSize.
+// writeLoop writes outcomes in batches: those that arrive within
+// flushWindow of the first, up to flushSize.
 func (p *pipe) writeLoop() error {
 	var errs []error
 	batch := make([]models.LinkOutcome, 0, flushSize)
+	window := time.NewTimer(flushWindow)
 	for o := range p.results {
 		batch = append(batch[:0], o)
+		window.Reset(flushWindow)
 	more:
 		for len(batch) < flushSize {
 			select {
@@ -177,14 +223,15 @@ func (p *pipe) writeLoop() error {
 					break more
 				}
 				batch = append(batch, o)
-			default:
+			case <-window.C:
 				break more
 			}
 		}
+		window.Stop()
 		if err := p.flush(batch); err != nil {
 			errs = append(errs, err)
 		}
-		p.add(-len(batch))
+		p.written(len(batch))
 	}
 	return errors.Join(errs...)
 }
@@ -195,7 +242,9 @@ func (p *pipe) flush(batch []models.LinkOutcome) error {
 	// would leave its link waiting for the lease to expire.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	done := p.turn()
 	stale, err := models.FinishLinks(e.db.WithContext(ctx), batch, e.clock.Now())
+	done()
 	if err != nil {
 		e.log.Error("write outcomes", "links", len(batch), "err", err)
 		return fmt.Errorf("write %d outcomes: %w", len(batch), err)

@@ -23,6 +23,8 @@ type Task struct {
 	// EveryInstance runs the task on every instance at once instead of one
 	// at a time: for work that is itself safe to share, like claiming links.
 	EveryInstance bool
+	// StartNow runs the task once at start instead of one period in.
+	StartNow bool
 }
 
 // State is what the schedules page shows of a task.
@@ -68,9 +70,12 @@ func New(tasks []Task, locker *PGLocker, log *slog.Logger) (*Scheduler, error) {
 			return nil, fmt.Errorf("task %q: needs a name, a positive period and a function", t.Name)
 		}
 		s.state[t.Name] = &State{Name: t.Name, Every: t.Every}
-		j, err := gs.NewJob(gocron.DurationJob(t.Every), gocron.NewTask(s.wrap(t)),
-			gocron.WithName(t.Name), gocron.WithSingletonMode(gocron.LimitModeReschedule),
-			gocron.WithDisabledDistributedJobLocker(t.EveryInstance))
+		jobOpts := []gocron.JobOption{gocron.WithName(t.Name), gocron.WithSingletonMode(gocron.LimitModeReschedule),
+			gocron.WithDisabledDistributedJobLocker(t.EveryInstance)}
+		if t.StartNow {
+			jobOpts = append(jobOpts, gocron.WithStartAt(gocron.WithStartImmediately()))
+		}
+		j, err := gs.NewJob(gocron.DurationJob(t.Every), gocron.NewTask(s.wrap(t)), jobOpts...)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", t.Name, err)
 		}

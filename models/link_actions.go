@@ -1,0 +1,57 @@
+package models
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// MarkFailed stops a link from being retried, with who and why in its
+// error. A link being sent is left to its worker.
+func MarkFailed(db *gorm.DB, id int64, who, reason string, now time.Time) (*Link, error) {
+	l, err := LinkByID(db, id)
+	if err != nil {
+		return nil, err
+	}
+	msg := "Marked failed by " + who
+	if r := strings.TrimSpace(reason); r != "" {
+		msg += ": " + r
+	}
+	res := db.Model(&Link{}).Where("id = ? AND status <> ?", id, StatusProcessing).Updates(map[string]any{
+		"status": StatusFailed, "last_error": msg, "error_group": ErrorGroup(l.ExternalService, 0, "marked failed by an operator"),
+		"updated_at": now})
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return nil, Invalid("the link is being sent right now; wait for the attempt to end")
+	}
+	return LinkByID(db, id)
+}
+
+// Recreate starts a genuinely new create for a link whose remote object was
+// deleted: a new idempotency key (the old one would replay the old object),
+// no external id, no lookup — an operator confirmed the object should exist.
+func Recreate(db *gorm.DB, id int64, now time.Time) (*Link, error) {
+	l, err := LinkByID(db, id)
+	if err != nil {
+		return nil, err
+	}
+	if l.RemoteDeletedAt == nil {
+		return nil, Invalid("only a link whose remote object was deleted can be re-created")
+	}
+	key := fmt.Sprintf("%s-%s-create-%d", l.LocalType, l.LocalID, now.Unix())
+	res := db.Model(&Link{}).Where("id = ? AND remote_deleted_at IS NOT NULL AND status <> ?", id, StatusProcessing).
+		Updates(map[string]any{"external_id": "", "remote_deleted_at": nil, "idempotency_key": key, "needs_lookup": false,
+			"create_payload": "", "status": StatusNew, "attempts": 0, "next_attempt_at": now, "last_error": "",
+			"error_group": "", "updated_at": now})
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return nil, fmt.Errorf("link %d changed meanwhile: %w", id, ErrConflict)
+	}
+	return LinkByID(db, id)
+}

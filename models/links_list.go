@@ -1,0 +1,105 @@
+package models
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Error classes a person filters failures by.
+const (
+	ClassTemporary = "temporary" // waiting for a retry
+	ClassPermanent = "permanent" // failed, needs a person
+	ClassAmbiguous = "ambiguous" // the last attempt's outcome is unknown: the next one looks up first
+)
+
+// LinkQuery narrows the links list; empty fields match everything.
+type LinkQuery struct {
+	Service, LocalType string
+	Status             Status
+	Class              string
+	// Search matches a local id, an external id or an external key exactly.
+	Search   string
+	BeforeID int64 // keyset cursor: links older than this one
+	Limit    int
+}
+
+// SearchLinks returns links newest first. Every filter is an equality on an
+// indexed column and the order is the primary key, so a deep page costs the
+// same as the first.
+func SearchLinks(db *gorm.DB, q LinkQuery) ([]Link, error) {
+	tx := db.Model(&Link{})
+	if q.Service != "" {
+		tx = tx.Where("external_service = ?", q.Service)
+	}
+	if q.LocalType != "" {
+		tx = tx.Where("local_type = ?", q.LocalType)
+	}
+	if q.Status != "" {
+		tx = tx.Where("status = ?", q.Status)
+	}
+	switch q.Class {
+	case ClassTemporary:
+		tx = tx.Where("status = ?", StatusRetry)
+	case ClassPermanent:
+		tx = tx.Where("status = ?", StatusFailed)
+	case ClassAmbiguous:
+		tx = tx.Where("needs_lookup = ? AND status IN ?", true, []Status{StatusRetry, StatusNew, StatusProcessing})
+	}
+	if q.Search != "" {
+		// Three indexed equalities joined by OR: each uses its own index.
+		tx = tx.Where("local_id = ? OR external_id = ? OR external_key = ?", q.Search, q.Search, q.Search)
+	}
+	if q.BeforeID > 0 {
+		tx = tx.Where("id < ?", q.BeforeID)
+	}
+	if q.Limit <= 0 || q.Limit > 200 {
+		q.Limit = 50
+	}
+	var out []Link
+	return out, tx.Order("id DESC").Limit(q.Limit).Find(&out).Error
+}
+
+// InProgressOf returns the in-progress row of a link's key, if any is live.
+func InProgressOf(db *gorm.DB, l *Link, now time.Time) (*InProgress, error) {
+	var rows []InProgress
+	err := db.Where("external_service = ? AND local_type = ? AND local_id = ? AND expires_at > ?",
+		l.ExternalService, l.LocalType, l.LocalID, now).Limit(1).Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	return &rows[0], nil
+}
+
+// FailedGroup is one error fingerprint with how many failed links carry it.
+type FailedGroup struct {
+	ErrorGroup string
+	N          int64
+	ExampleID  int64
+}
+
+// FailedGroups counts failed links by error group, largest first, over the
+// partial index on failed links.
+func FailedGroups(db *gorm.DB, limit int) ([]FailedGroup, error) {
+	var out []FailedGroup
+	err := db.Model(&Link{}).Select("error_group, COUNT(*) AS n, MAX(id) AS example_id").
+		Where("status = ?", StatusFailed).Group("error_group").Order("n DESC, error_group").Limit(limit).Scan(&out).Error
+	return out, err
+}
+
+// FailedIDs returns the ids of the failed links of one group, newest first.
+func FailedIDs(db *gorm.DB, group string, limit int) ([]int64, error) {
+	var ids []int64
+	err := db.Model(&Link{}).Where("status = ? AND error_group = ?", StatusFailed, group).
+		Order("id DESC").Limit(limit).Pluck("id", &ids).Error
+	return ids, err
+}
+
+// LinksByIDs returns the given links, newest first.
+func LinksByIDs(db *gorm.DB, ids []int64) ([]Link, error) {
+	var out []Link
+	if len(ids) == 0 {
+		return out, nil
+	}
+	return out, db.Where("id IN ?", ids).Order("id DESC").Find(&out).Error
+}

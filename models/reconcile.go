@@ -1,0 +1,281 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Discrepancy kinds: what a reconciliation run found wrong with one key.
+const (
+	KindMissingRemote   = "missing_remote"    // a successful link whose object the provider no longer has
+	KindUnlinkedRemote  = "unlinked_remote"   // an object carrying our key that no link points at
+	KindDuplicateRemote = "duplicate_remote"  // two or more objects carrying one key
+	KindFieldMismatch   = "field_mismatch"    // the object differs from the record's desired state
+	KindNeverSynced     = "never_synced"      // a routed record that never reached the provider
+	KindFailedButExists = "failed_but_exists" // a failed link whose object exists after all
+)
+
+// DiscrepancyKinds lists every kind in the order pages show them.
+var DiscrepancyKinds = []string{KindMissingRemote, KindUnlinkedRemote, KindDuplicateRemote,
+	KindFieldMismatch, KindNeverSynced, KindFailedButExists}
+
+// Discrepancy statuses.
+const (
+	DiscrepancyOpen     = "open"     // fixable, not fixed (yet): a dry run, or beyond the safety valve
+	DiscrepancyFixed    = "fixed"    // the fix was applied
+	DiscrepancyReported = "reported" // for a person: the policy says report, or no fix is safe
+)
+
+// Run statuses.
+const (
+	RunRunning     = "running"
+	RunCompleted   = "completed"
+	RunFailed      = "failed"
+	RunInterrupted = "interrupted"
+	RunAwaiting    = "awaiting_confirmation" // stopped at the safety valve; an operator confirms the rest
+)
+
+// ErrRunActive means a reconciliation of the service is already running.
+var ErrRunActive = errors.New("a reconciliation of this service is already running")
+
+// ErrRunLost means the run is no longer running in the database: a sweep
+// took it for dead and marked it interrupted.
+var ErrRunLost = errors.New("the run was marked interrupted meanwhile")
+
+// StartRun inserts r as the service's running run and sets r.ID, or returns
+// ErrRunActive. The partial unique index reconciliation_runs_one_running_key
+// and ON CONFLICT … DO NOTHING make this one statement that two instances
+// (or a scheduled and a manual start) cannot both win.
+func StartRun(db *gorm.DB, r *ReconciliationRun) error {
+	r.Status = RunRunning
+	res := db.Clauses(clause.OnConflict{
+		Columns:     []clause.Column{{Name: "service"}},
+		TargetWhere: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "status = 'running'"}}},
+		DoNothing:   true,
+	}).Create(r)
+	switch {
+	case errors.Is(res.Error, gorm.ErrDuplicatedKey):
+		return fmt.Errorf("%s: %w", r.Service, ErrRunActive)
+	case res.Error != nil:
+		return fmt.Errorf("start run of %s: %w", r.Service, res.Error)
+	case res.RowsAffected == 0:
+		return fmt.Errorf("%s: %w", r.Service, ErrRunActive)
+	}
+	return nil
+}
+
+// RunProgress records a run's progress and heartbeat; ErrRunLost when the
+// run is no longer running.
+func RunProgress(db *gorm.DB, id, expected, scanned int64, now time.Time) error {
+	return runningUpdate(db, id, map[string]any{"expected": expected, "scanned": scanned, "heartbeat_at": now})
+}
+
+// RunHeartbeat says the run's owner is alive; ErrRunLost when the run is no
+// longer running.
+func RunHeartbeat(db *gorm.DB, id int64, now time.Time) error {
+	return runningUpdate(db, id, map[string]any{"heartbeat_at": now})
+}
+
+// FinishRun ends a running run with status and, for a failure, its error.
+func FinishRun(db *gorm.DB, id int64, status, reason string, now time.Time) error {
+	return runningUpdate(db, id, map[string]any{"status": status, "error": reason, "finished_at": now, "heartbeat_at": now})
+}
+
+func runningUpdate(db *gorm.DB, id int64, set map[string]any) error {
+	res := db.Model(&ReconciliationRun{}).Where("id = ? AND status = ?", id, RunRunning).Updates(set)
+	if res.Error != nil {
+		return fmt.Errorf("update run %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("run %d: %w", id, ErrRunLost)
+	}
+	return nil
+}
+
+// SweepStaleRuns marks running runs whose heartbeat is older than before as
+// interrupted (their instance crashed or hung), then deletes the scratch
+// rows of every run that is not running. It returns how many runs it marked.
+func SweepStaleRuns(db *gorm.DB, before, now time.Time) (int64, error) {
+	res := db.Model(&ReconciliationRun{}).
+		Where("status = ? AND COALESCE(heartbeat_at, started_at) < ?", RunRunning, before).
+		Updates(map[string]any{"status": RunInterrupted, "finished_at": now,
+			"error": "the instance running it stopped answering (no heartbeat); the next run starts afresh"})
+	if res.Error != nil {
+		return 0, fmt.Errorf("sweep stale runs: %w", res.Error)
+	}
+	err := db.Where("run_id IN (?)", db.Model(&ReconciliationRun{}).Select("id").Where("status <> ?", RunRunning)).
+		Delete(&Seen{}).Error
+	if err != nil {
+		return res.RowsAffected, fmt.Errorf("clear scratch of finished runs: %w", err)
+	}
+	return res.RowsAffected, nil
+}
+
+// ClearSeen deletes one run's scratch rows.
+func ClearSeen(db *gorm.DB, runID int64) error {
+	return db.Where("run_id = ?", runID).Delete(&Seen{}).Error
+}
+
+// ResumeRun takes a run that stopped at its safety valve back to running on
+// an operator's confirmation. Only the service's latest run can be
+// confirmed: a newer run has seen fresher data.
+func ResumeRun(db *gorm.DB, id int64, who, owner string, now time.Time) (*ReconciliationRun, error) {
+	res := db.Exec(`UPDATE reconciliation_runs SET status = ?, confirmed_by = ?, confirmed_at = ?, heartbeat_at = ?, owner = ?
+		WHERE id = ? AND status = ? AND NOT dry_run
+		AND id = (SELECT MAX(r2.id) FROM reconciliation_runs r2 WHERE r2.service = reconciliation_runs.service)`,
+		RunRunning, who, now, now, owner, id, RunAwaiting)
+	if errors.Is(res.Error, gorm.ErrDuplicatedKey) {
+		return nil, ErrRunActive
+	}
+	if res.Error != nil {
+		return nil, fmt.Errorf("resume run %d: %w", id, res.Error)
+	}
+	run, err := RunByID(db, id)
+	if err != nil || res.RowsAffected == 1 {
+		return run, err
+	}
+	if run.Status != RunAwaiting {
+		return nil, Invalid(fmt.Sprintf("run %d is %s; only a run awaiting confirmation can be confirmed", id, run.Status))
+	}
+	return nil, Invalid(fmt.Sprintf("a newer run of %s has replaced run %d; confirm that one", run.Service, id))
+}
+
+// AddFixed counts n more fixes applied by a run.
+func AddFixed(tx *gorm.DB, id, n int64) error {
+	return tx.Model(&ReconciliationRun{}).Where("id = ?", id).Update("fixed", gorm.Expr("fixed + ?", n)).Error
+}
+
+// RunByID finds a run.
+func RunByID(db *gorm.DB, id int64) (*ReconciliationRun, error) {
+	var r ReconciliationRun
+	err := db.Take(&r, id).Error
+	return &r, notFound(err, fmt.Sprintf("reconciliation run %d", id))
+}
+
+// LatestRun returns a service's newest run, or ErrNotFound.
+func LatestRun(db *gorm.DB, service string) (*ReconciliationRun, error) {
+	var r ReconciliationRun
+	err := db.Where("service = ?", service).Order("id DESC").Take(&r).Error
+	return &r, notFound(err, "reconciliation run of "+service)
+}
+
+// RunFilter narrows a list of runs; empty fields match everything.
+type RunFilter struct {
+	Service  string
+	BeforeID int64 // keyset cursor: runs with a smaller id
+	Limit    int   // default 50, at most 500
+}
+
+// ListRuns returns runs newest first.
+func ListRuns(db *gorm.DB, f RunFilter) ([]ReconciliationRun, error) {
+	q := db.Model(&ReconciliationRun{})
+	if f.Service != "" {
+		q = q.Where("service = ?", f.Service)
+	}
+	if f.BeforeID > 0 {
+		q = q.Where("id < ?", f.BeforeID)
+	}
+	var out []ReconciliationRun
+	return out, q.Order("id DESC").Limit(limitOr(f.Limit, 50)).Find(&out).Error
+}
+
+// KindCount is how many discrepancies of one kind a run has, per status.
+type KindCount struct {
+	Kind                  string
+	Open, Fixed, Reported int64
+	Total                 int64
+}
+
+// RunDetail is a run with its discrepancy counts.
+type RunDetail struct {
+	Run         ReconciliationRun
+	ConfirmedBy string
+	ConfirmedAt *time.Time
+	Kinds       []KindCount // one per kind, in DiscrepancyKinds order, zeros included
+	All         KindCount   // the totals (Kind "")
+}
+
+// RunDetailByID returns a run with its counts per kind and status.
+func RunDetailByID(db *gorm.DB, id int64) (*RunDetail, error) {
+	run, err := RunByID(db, id)
+	if err != nil {
+		return nil, err
+	}
+	d := &RunDetail{Run: *run}
+	var conf struct {
+		ConfirmedBy string
+		ConfirmedAt *time.Time
+	}
+	if err := db.Model(&ReconciliationRun{}).Select("confirmed_by, confirmed_at").Where("id = ?", id).Scan(&conf).Error; err != nil {
+		return nil, fmt.Errorf("read confirmation of run %d: %w", id, err)
+	}
+	d.ConfirmedBy, d.ConfirmedAt = conf.ConfirmedBy, conf.ConfirmedAt
+	var rows []struct {
+		Kind, Status string
+		N            int64
+	}
+	if err := db.Model(&Discrepancy{}).Select("kind, status, COUNT(*) AS n").Where("run_id = ?", id).
+		Group("kind, status").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count discrepancies of run %d: %w", id, err)
+	}
+	byKind := map[string]*KindCount{}
+	for _, k := range DiscrepancyKinds {
+		d.Kinds = append(d.Kinds, KindCount{Kind: k})
+	}
+	for i := range d.Kinds {
+		byKind[d.Kinds[i].Kind] = &d.Kinds[i]
+	}
+	for _, r := range rows {
+		for _, c := range []*KindCount{byKind[r.Kind], &d.All} {
+			if c != nil {
+				c.add(r.Status, r.N)
+			}
+		}
+	}
+	return d, nil
+}
+
+func (c *KindCount) add(status string, n int64) {
+	switch status {
+	case DiscrepancyOpen:
+		c.Open += n
+	case DiscrepancyFixed:
+		c.Fixed += n
+	case DiscrepancyReported:
+		c.Reported += n
+	}
+	c.Total += n
+}
+
+// DiscrepancyFilter narrows a run's discrepancies; empty fields match everything.
+type DiscrepancyFilter struct {
+	RunID   int64
+	Kind    string
+	Status  string
+	AfterID int64 // keyset cursor: discrepancies with a larger id
+	Limit   int   // default 100, at most 500
+}
+
+// ListDiscrepancies returns a run's discrepancies in the order found (by id).
+func ListDiscrepancies(db *gorm.DB, f DiscrepancyFilter) ([]Discrepancy, error) {
+	q := db.Model(&Discrepancy{}).Where("run_id = ? AND id > ?", f.RunID, f.AfterID)
+	if f.Kind != "" {
+		q = q.Where("kind = ?", f.Kind)
+	}
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	var out []Discrepancy
+	return out, q.Order("id").Limit(limitOr(f.Limit, 100)).Find(&out).Error
+}
+
+func limitOr(n, def int) int {
+	if n <= 0 || n > 500 {
+		return def
+	}
+	return n
+}

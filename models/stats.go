@@ -1,0 +1,120 @@
+package models
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// StatLinkCount is the number of links of a service in a status, as last counted.
+type StatLinkCount struct {
+	Service   string `gorm:"primaryKey"`
+	Status    string `gorm:"primaryKey"`
+	N         int64
+	CountedAt time.Time
+}
+
+// StatAttemptHour is the number of attempts with an outcome in one hour.
+type StatAttemptHour struct {
+	Hour      time.Time `gorm:"primaryKey"`
+	Outcome   string    `gorm:"primaryKey"`
+	N         int64
+	CountedAt time.Time
+}
+
+// RefreshLinkCounts recounts links by service and status into the stats
+// table, in one transaction, so a page reads a handful of rows instead of
+// counting every link.
+func RefreshLinkCounts(db *gorm.DB, now time.Time) error {
+	counts, err := CountLinksByStatus(db)
+	if err != nil {
+		return err
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("1 = 1").Delete(&StatLinkCount{}).Error; err != nil {
+			return err
+		}
+		rows := make([]StatLinkCount, 0, len(counts))
+		for _, c := range counts {
+			rows = append(rows, StatLinkCount{Service: c.Service, Status: string(c.Status), N: c.N, CountedAt: now})
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		return tx.Create(&rows).Error
+	})
+}
+
+// LinkCounts returns the last counted links by service and status.
+func LinkCounts(db *gorm.DB) ([]StatLinkCount, error) {
+	var out []StatLinkCount
+	return out, db.Order("service, status").Find(&out).Error
+}
+
+// RefreshAttemptHours recounts attempts per outcome for the current and the
+// previous hour, and for any hour of the last day not counted yet. Earlier
+// hours do not change, so each is counted once.
+func RefreshAttemptHours(db *gorm.DB, now time.Time) error {
+	current := now.UTC().Truncate(time.Hour)
+	var have []time.Time
+	if err := db.Model(&StatAttemptHour{}).Distinct("hour").Where("hour >= ?", current.Add(-24*time.Hour)).Pluck("hour", &have).Error; err != nil {
+		return err
+	}
+	counted := map[int64]bool{}
+	for _, h := range have {
+		counted[h.UTC().Unix()] = true
+	}
+	for h := current.Add(-23 * time.Hour); !h.After(current); h = h.Add(time.Hour) {
+		if counted[h.Unix()] && h.Before(current.Add(-time.Hour)) {
+			continue
+		}
+		if err := countHour(db, h, now); err != nil {
+			return err
+		}
+	}
+	return db.Where("hour < ?", current.Add(-48*time.Hour)).Delete(&StatAttemptHour{}).Error
+}
+
+func countHour(db *gorm.DB, hour, now time.Time) error {
+	var rows []StatAttemptHour
+	err := db.Model(&Attempt{}).Select("outcome, COUNT(*) AS n").
+		Where("created_at >= ? AND created_at < ?", hour, hour.Add(time.Hour)).Group("outcome").Scan(&rows).Error
+	if err != nil {
+		return err
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("hour = ?", hour).Delete(&StatAttemptHour{}).Error; err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			rows = []StatAttemptHour{{Outcome: string(OutcomeOK)}} // a quiet hour is counted too
+		}
+		for i := range rows {
+			rows[i].Hour, rows[i].CountedAt = hour, now
+		}
+		return tx.Create(&rows).Error
+	})
+}
+
+// AttemptHours returns the counted hours since a time, oldest first.
+func AttemptHours(db *gorm.DB, since time.Time) ([]StatAttemptHour, error) {
+	var out []StatAttemptHour
+	return out, db.Where("hour >= ?", since).Order("hour, outcome").Find(&out).Error
+}
+
+// NewestFailures returns the most recently failed links.
+func NewestFailures(db *gorm.DB, limit int) ([]Link, error) {
+	var out []Link
+	return out, db.Where("status = ?", StatusFailed).Order("updated_at DESC").Limit(limit).Find(&out).Error
+}
+
+// InProgressRows returns live in-progress rows, oldest first, and how many there are.
+func InProgressRows(db *gorm.DB, now time.Time, limit int) ([]InProgress, int64, error) {
+	var n int64
+	q := db.Model(&InProgress{}).Where("expires_at > ?", now)
+	if err := q.Count(&n).Error; err != nil {
+		return nil, 0, err
+	}
+	var out []InProgress
+	return out, n, q.Order("started_at").Limit(limit).Find(&out).Error
+}

@@ -1,0 +1,183 @@
+package web
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+const eventsPageSize = 50
+
+var eventOutcomes = []string{models.EventApplied, models.EventIgnored, models.EventFailed}
+
+func (s *Server) listEvents(c echo.Context) error {
+	vf := views.EventsFilter{Service: c.QueryParam("service"), Type: strings.TrimSpace(c.QueryParam("type")),
+		Outcome: c.QueryParam("outcome")}
+	if vf.Outcome != "" && !slices.Contains(eventOutcomes, vf.Outcome) {
+		return errBadRequest("The outcome filter must be applied, ignored or failed; clear the filters and pick one from the list.")
+	}
+	f := models.EventFilter{Provider: vf.Service, Type: vf.Type, Outcome: vf.Outcome, Limit: eventsPageSize}
+	if b := c.QueryParam("before"); b != "" {
+		cur, err := decodeEventCursor(b)
+		if err != nil {
+			return errBadRequest("The page cursor is not valid; go back to the first page.")
+		}
+		f.After = &cur
+	}
+	events, err := models.ListEvents(s.db, f)
+	if err != nil {
+		return err
+	}
+	v := views.Events{Filter: vf, Services: s.eventServices(vf.Service), Outcomes: eventOutcomes}
+	for _, e := range events {
+		v.Events = append(v.Events, eventRow(e))
+	}
+	q := c.QueryParams()
+	if f.After != nil {
+		q.Del("before")
+		v.NewestURL = "/events?" + q.Encode()
+	}
+	if len(events) == eventsPageSize {
+		q.Set("before", encodeEventCursor(models.CursorOf(events[len(events)-1])))
+		v.NextURL = "/events?" + q.Encode()
+	}
+	return s.render(c, views.EventsPage(s.page(c, "Webhook events", "/events"), v))
+}
+
+// eventServices are the service filter's choices: every service that takes
+// webhooks, and the current choice even when it no longer does (its old
+// events are still listed). Not a DISTINCT over the table, which would read
+// every row.
+func (s *Server) eventServices(current string) []string {
+	var out []string
+	for _, name := range s.cfg.ServiceNames() {
+		if s.cfg.Services[name].Webhook != nil {
+			out = append(out, name)
+		}
+	}
+	if current != "" && !slices.Contains(out, current) {
+		out = append(out, current)
+	}
+	return out
+}
+
+func (s *Server) showEvent(c echo.Context) error {
+	return s.renderEvent(c, http.StatusOK, "")
+}
+
+// renderEvent shows the event named in the path, with the reason a replay
+// just failed when there is one.
+func (s *Server) renderEvent(c echo.Context, status int, replayErr string) error {
+	service, id, err := eventParams(c)
+	if err != nil {
+		return err
+	}
+	ev, err := models.EventByID(s.db, service, id)
+	if err != nil {
+		return err
+	}
+	v := views.EventDetail{EventRow: eventRow(*ev), Payload: prettyJSON(ev.Payload),
+		ReplayURL: eventURL(service, id) + "/replay", Error: replayErr}
+	if ev.LastDuplicateAt != nil {
+		v.LastDuplicateAt = *ev.LastDuplicateAt
+	}
+	return s.renderStatus(c, status, views.EventPage(s.page(c, "Webhook event", "/events"), v))
+}
+
+// replayEvent applies a stored event's effect again, on an operator's
+// deliberate click. Audited either way.
+func (s *Server) replayEvent(c echo.Context) error {
+	service, id, err := eventParams(c)
+	if err != nil {
+		return err
+	}
+	target := service + "/" + id
+	res, err := s.inbox.Replay(c.Request().Context(), service, id)
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		s.audit(c, "event.replay", target, models.OutcomeFailure, err.Error())
+		if _, lookErr := models.EventByID(s.db, service, id); lookErr != nil {
+			return lookErr
+		}
+		return s.renderEvent(c, http.StatusConflict, "syncdesk no longer takes webhooks from "+service+
+			", so it has nothing to apply this event with. An admin can add the service's webhook settings back.")
+	case errors.Is(err, inbox.ErrBadEvent):
+		s.audit(c, "event.replay", target, models.OutcomeFailure, err.Error())
+		return s.renderEvent(c, http.StatusUnprocessableEntity, "the stored payload cannot be read as an event ("+err.Error()+").")
+	case err != nil:
+		s.audit(c, "event.replay", target, models.OutcomeFailure, err.Error())
+		s.log.Error("replay event", "service", service, "event_id", id, "err", err)
+		return s.renderEvent(c, http.StatusInternalServerError, "applying its effect hit an error, so everything it did was rolled back. The error is in the audit log, under this event.")
+	}
+	s.audit(c, "event.replay", target, models.OutcomeSuccess, res.Outcome+": "+res.Note)
+	return c.Redirect(http.StatusSeeOther, eventURL(service, id)+"?done=event-replayed")
+}
+
+// eventParams reads the service and event id from the path. Echo matches on
+// the escaped path when the request has one (an id with a "/" in it), and
+// then leaves the escapes in the parameters.
+func eventParams(c echo.Context) (string, string, error) {
+	service, id := c.Param("service"), c.Param("id")
+	var err1, err2 error
+	if c.Request().URL.RawPath != "" {
+		service, err1 = url.PathUnescape(service)
+		id, err2 = url.PathUnescape(id)
+	}
+	if err1 != nil || err2 != nil || service == "" || id == "" {
+		return "", "", errBadRequest("This event address is not valid; open the event from the events list.")
+	}
+	return service, id, nil
+}
+
+func eventURL(service, id string) string {
+	return "/events/" + url.PathEscape(service) + "/" + url.PathEscape(id)
+}
+
+func eventRow(e models.ProcessedEvent) views.EventRow {
+	return views.EventRow{Service: e.Provider, ID: e.EventID, Type: e.EventType, ReceivedAt: e.ReceivedAt,
+		Outcome: e.Outcome, Note: e.Error, Duplicates: e.Duplicates, URL: eventURL(e.Provider, e.EventID)}
+}
+
+// prettyJSON indents a JSON payload for reading; anything else is shown as is.
+func prettyJSON(raw string) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, []byte(raw), "", "  "); err != nil {
+		return raw
+	}
+	return buf.String()
+}
+
+// A page cursor is the last listed event's position, base64url-encoded so it
+// survives any character in a provider's event id.
+func encodeEventCursor(c models.EventCursor) string {
+	raw := c.ReceivedAt.UTC().Format(time.RFC3339Nano) + "\n" + c.Provider + "\n" + c.EventID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeEventCursor(s string) (models.EventCursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return models.EventCursor{}, err
+	}
+	parts := strings.SplitN(string(raw), "\n", 3)
+	if len(parts) != 3 {
+		return models.EventCursor{}, errors.New("cursor: want three parts")
+	}
+	at, err := time.Parse(time.RFC3339Nano, parts[0])
+	if err != nil {
+		return models.EventCursor{}, err
+	}
+	return models.EventCursor{ReceivedAt: at, Provider: parts[1], EventID: parts[2]}, nil
+}

@@ -1,0 +1,135 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+// maxBulk bounds one bulk retry; a bigger group is retried in rounds.
+const maxBulk = 1000
+
+func (s *Server) listFailed(c echo.Context) error {
+	groups, err := models.FailedGroups(s.db, 100)
+	if err != nil {
+		return err
+	}
+	v := views.Failed{}
+	ids := make([]int64, 0, len(groups))
+	for _, g := range groups {
+		ids = append(ids, g.ExampleID)
+		v.Total += g.N
+	}
+	examples, err := models.LinksByIDs(s.db, ids)
+	if err != nil {
+		return err
+	}
+	byID := map[int64]models.Link{}
+	for _, l := range examples {
+		byID[l.ID] = l
+	}
+	for _, g := range groups {
+		v.Groups = append(v.Groups, views.FailedGroupRow{Group: g.ErrorGroup, N: g.N, ExampleID: g.ExampleID,
+			ExampleError: byID[g.ExampleID].LastError})
+	}
+	return s.render(c, views.FailedPage(s.page(c, "Failed", "/failed"), v))
+}
+
+func (s *Server) showFailedGroup(c echo.Context) error {
+	group := c.QueryParam("g")
+	ids, err := models.FailedIDs(s.db, group, 201)
+	if err != nil {
+		return err
+	}
+	v := views.FailedGroupView{Group: group, More: len(ids) > 200}
+	links, err := models.LinksByIDs(s.db, ids[:min(len(ids), 200)])
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		v.Rows = append(v.Rows, linkRow(l))
+	}
+	return s.render(c, views.FailedGroupPage(s.page(c, "Failed: one cause", "/failed"), v))
+}
+
+// askRetry shows how many links a bulk retry will touch — a whole group,
+// or a selection — and carries exactly those ids to the confirmation.
+func (s *Server) askRetry(c echo.Context) error {
+	var ids []int64
+	var what string
+	if group := c.FormValue("group"); group != "" {
+		var err error
+		if ids, err = models.FailedIDs(s.db, group, maxBulk); err != nil {
+			return err
+		}
+		what = "Every failed link of the group “" + group + "”."
+	} else {
+		var err error
+		if ids, err = formIDs(c); err != nil {
+			return err
+		}
+		what = "The links you selected."
+	}
+	if len(ids) == 0 {
+		return errBadRequest("Nothing to retry: select at least one failed link.")
+	}
+	rows, err := models.LinksByIDs(s.db, ids[:min(len(ids), 10)])
+	if err != nil {
+		return err
+	}
+	v := views.RetryConfirm{What: what, IDs: ids}
+	for _, l := range rows {
+		v.Rows = append(v.Rows, linkRow(l))
+	}
+	return s.render(c, views.RetryConfirmPage(s.page(c, "Retry failed links", "/failed"), v))
+}
+
+// retryConfirmed retries exactly the ids the confirmation showed.
+func (s *Server) retryConfirmed(c echo.Context) error {
+	ids, err := formIDs(c)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return errBadRequest("Nothing to retry.")
+	}
+	queued, busy, err := s.outbox.RetryMany(c.Request().Context(), ids, currentUser(c).Email)
+	if err != nil {
+		return err
+	}
+	s.audit(c, "link.bulk_retry", fmt.Sprintf("%d links", len(ids)), models.OutcomeSuccess,
+		fmt.Sprintf("queued %d, already in progress %d", queued, busy))
+	return c.Redirect(http.StatusSeeOther, "/failed?done=bulk-retry")
+}
+
+func formIDs(c echo.Context) ([]int64, error) {
+	form, err := c.FormParams()
+	if err != nil {
+		return nil, errBadRequest("Could not read the form.")
+	}
+	raw := form["id"]
+	if len(raw) > maxBulk {
+		return nil, errBadRequest(fmt.Sprintf("Retry at most %d links at once.", maxBulk))
+	}
+	seen := map[int64]bool{}
+	var ids []int64
+	for _, v := range raw {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, errBadRequest("A selected link id is not a number.")
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+func sortStrings(s []string) []string { sort.Strings(s); return s }

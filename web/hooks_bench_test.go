@@ -1,0 +1,330 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/sync/redact"
+)
+
+// The webhook benchmarks answer the issue's question: how many signed
+// deliveries per second syncdesk takes end to end, over loopback, with half
+// of them duplicates, and how that compares with the bare transaction
+// (insert-or-ignore the event, apply its effect) run back to back in the
+// same process. Run both, five times each, with:
+//
+//	SYNCDESK_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//	  go test -run '^$' -bench Webhook -count 5 ./web/
+//
+// BenchmarkWebhookDeliveries reports deliveries/s, the raw rate of the same
+// load measured just before it on a twin database (raw-tx/s), and their
+// ratio; BenchmarkWebhookRawTx reports the raw rate on its own (tx/s).
+
+// benchClients is how many providers' connections deliver at once in the
+// end-to-end benchmark. Stripe and most providers send with bounded
+// parallelism per endpoint; 16 keeps every database connection busy (SQLite
+// has 8, Postgres 32) without measuring only the wait in a queue.
+const benchClients = 16
+
+// benchService is the Stripe-signed service the benchmarks deliver to.
+const benchService = "stripe"
+
+// BenchmarkWebhookDeliveries posts b.N Stripe-signed payment.succeeded
+// deliveries (half of them re-sends of earlier events) from benchClients
+// concurrent keep-alive clients to the real handler served by httptest.
+func BenchmarkWebhookDeliveries(b *testing.B) {
+	eachBenchDB(b, func(b *testing.B, open func(testing.TB) *gorm.DB) {
+		load := newBenchLoad(b.N)
+		raw := runRaw(b, open, load)
+
+		db := open(b)
+		seedPayments(b, db, load.events())
+		srv := benchServer(b, db)
+		b.ResetTimer()
+		dups := deliverAll(b, srv.URL+"/hooks/"+benchService, load)
+		b.StopTimer()
+
+		load.check(b, db)
+		if dups != load.duplicates() {
+			b.Fatalf("%d answers said duplicate; want %d", dups, load.duplicates())
+		}
+		rate := float64(b.N) / b.Elapsed().Seconds()
+		b.ReportMetric(rate, "deliveries/s")
+		b.ReportMetric(raw, "raw-tx/s")
+		b.ReportMetric(rate/raw, "ratio")
+	})
+}
+
+// BenchmarkWebhookRawTx runs the inbox's transaction for the same load,
+// sequentially, with neither HTTP nor signatures.
+func BenchmarkWebhookRawTx(b *testing.B) {
+	eachBenchDB(b, func(b *testing.B, open func(testing.TB) *gorm.DB) {
+		load := newBenchLoad(b.N)
+		db := open(b)
+		seedPayments(b, db, load.events())
+		b.ResetTimer()
+		rawTxs(b, db, load)
+		b.StopTimer()
+		load.check(b, db)
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	})
+}
+
+// eachBenchDB runs fn as db=sqlite and db=postgres sub-benchmarks; the
+// Postgres one is skipped when no server is configured.
+func eachBenchDB(b *testing.B, fn func(b *testing.B, open func(testing.TB) *gorm.DB)) {
+	b.Run("db=sqlite", func(b *testing.B) { fn(b, dbtest.SQLite) })
+	b.Run("db=postgres", func(b *testing.B) {
+		if os.Getenv(dbtest.EnvPostgres) == "" {
+			b.Skipf("set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to benchmark Postgres", dbtest.EnvPostgres)
+		}
+		fn(b, dbtest.Postgres)
+	})
+}
+
+// benchLoad is n deliveries of n-n/2 distinct events: even deliveries bring a
+// new event, odd ones re-send an earlier event picked at random (fixed seed),
+// as a provider does after a timeout or a lost answer.
+type benchLoad struct {
+	order []int // the event each delivery carries
+}
+
+func newBenchLoad(n int) benchLoad {
+	rng := rand.New(rand.NewPCG(1, 2))
+	l := benchLoad{order: make([]int, n)}
+	for i := range n {
+		if i%2 == 0 {
+			l.order[i] = i / 2
+		} else {
+			l.order[i] = rng.IntN(i/2 + 1)
+		}
+	}
+	return l
+}
+
+func (l benchLoad) events() int     { return len(l.order) - len(l.order)/2 }
+func (l benchLoad) duplicates() int { return len(l.order) / 2 }
+
+// body is delivery i's event, shaped like a Stripe event.
+func (l benchLoad) body(i int) string {
+	e := l.order[i]
+	return fmt.Sprintf(`{"id":"evt_bench_%d","object":"event","api_version":"2024-06-20","created":1764417600,"livemode":false,`+
+		`"type":"payment.succeeded","data":{"object":{"id":"pay_%d","object":"payment_intent","amount":1000,"currency":"eur",`+
+		`"external_key":"site_order_%d","status":"succeeded"}},"request":{"id":null,"idempotency_key":null}}`, e, e, e)
+}
+
+// check proves the work was done: one processed row per distinct event, each
+// applied; every re-send counted; every payment moved to paid exactly once.
+func (l benchLoad) check(b *testing.B, db *gorm.DB) {
+	b.Helper()
+	var got struct{ Rows, Applied, Dups int64 }
+	err := db.Model(&models.ProcessedEvent{}).Where("provider = ?", benchService).
+		Select("COUNT(*) AS rows, SUM(CASE WHEN outcome = ? THEN 1 ELSE 0 END) AS applied, COALESCE(SUM(duplicates), 0) AS dups", models.EventApplied).
+		Scan(&got).Error
+	if err != nil {
+		b.Fatalf("count processed events: %v", err)
+	}
+	var paid int64
+	if err := db.Model(&models.Record{}).Where("local_type = ? AND payload LIKE ?", "order", `%"status":"paid"%`).Count(&paid).Error; err != nil {
+		b.Fatalf("count paid records: %v", err)
+	}
+	want := int64(l.events())
+	if got.Rows != want || got.Applied != want || got.Dups != int64(l.duplicates()) || paid != want {
+		b.Fatalf("after %d deliveries: %d processed rows, %d applied, %d duplicates counted, %d payments paid; want %d, %d, %d, %d",
+			len(l.order), got.Rows, got.Applied, got.Dups, paid, want, want, l.duplicates(), want)
+	}
+}
+
+// seedPayments creates n pending payments, each linked to the Stripe service.
+func seedPayments(b *testing.B, db *gorm.DB, n int) {
+	b.Helper()
+	now := time.Now().UTC()
+	payload, hash, err := models.CanonicalPayload([]byte(`{"amount":1000,"currency":"EUR","status":"pending"}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs, links := make([]models.Record, n), make([]models.Link, n)
+	for i := range n {
+		id := strconv.Itoa(i)
+		recs[i] = models.Record{LocalType: "order", LocalID: id, Payload: payload, ContentHash: hash, CreatedAt: now, UpdatedAt: now}
+		links[i] = models.Link{LocalType: "order", LocalID: id, ExternalService: benchService, ExternalKey: "site_order_" + id,
+			ExternalID: "pay_" + id, Status: models.StatusSuccess, NextAttemptAt: now, PushedHash: hash, CreatedAt: now, UpdatedAt: now}
+	}
+	if err := db.CreateInBatches(recs, 500).Error; err != nil {
+		b.Fatalf("seed records: %v", err)
+	}
+	if err := db.CreateInBatches(links, 500).Error; err != nil {
+		b.Fatalf("seed links: %v", err)
+	}
+}
+
+// benchServer serves the real handler with the Stripe service and its
+// payments effects, on the real clock.
+func benchServer(b *testing.B, db *gorm.DB) *httptest.Server {
+	b.Helper()
+	log := slog.New(slog.DiscardHandler)
+	services := map[string]config.Service{benchService: {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{stripeSecret}, Effects: "payments"}}}
+	rc, err := inbox.New(db, services, realClock{}, log, redact.New(nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Services = services
+	s, err := New(Deps{DB: db, Config: cfg, Clock: realClock{}, Log: log, Inbox: rc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// deliverAll sends every delivery of the load from benchClients goroutines
+// sharing one keep-alive transport, signing each as Stripe does when it
+// sends, and returns how many answers said duplicate.
+func deliverAll(b *testing.B, url string, load benchLoad) int {
+	tr := &http.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var next, dups atomic.Int64
+	var wg sync.WaitGroup
+	for range benchClients {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(load.order) && !b.Failed(); i = int(next.Add(1) - 1) {
+				dup, err := deliver(client, url, load.body(i))
+				if err != nil {
+					b.Errorf("delivery %d: %v", i, err)
+					return
+				}
+				if dup {
+					dups.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	return int(dups.Load())
+}
+
+// deliver posts one freshly signed delivery and reports whether syncdesk
+// answered that it was a duplicate.
+func deliver(client *http.Client, url, body string) (bool, error) {
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(stripeSecret))
+	mac.Write([]byte(ts + "." + body))
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Stripe-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
+	res, err := client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return false, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("status %d: %s", res.StatusCode, raw)
+	}
+	var ans inbox.Result
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return false, fmt.Errorf("answer %s: %w", raw, err)
+	}
+	return ans.Duplicate, nil
+}
+
+// runRaw measures the raw transaction rate of a load on a fresh database,
+// outside the benchmark's timer.
+func runRaw(b *testing.B, open func(testing.TB) *gorm.DB, load benchLoad) float64 {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	db := open(b)
+	seedPayments(b, db, load.events())
+	start := time.Now()
+	rawTxs(b, db, load)
+	took := time.Since(start)
+	load.check(b, db)
+	return float64(len(load.order)) / took.Seconds()
+}
+
+// rawTxs runs the inbox's transaction for every delivery, one after another.
+func rawTxs(b *testing.B, db *gorm.DB, load benchLoad) {
+	b.Helper()
+	paid := inbox.EffectSet("payments")["payment.succeeded"]
+	red := redact.New(nil)
+	ctx := context.Background()
+	for i := range load.order {
+		if err := rawTx(ctx, db, paid, red, []byte(load.body(i))); err != nil {
+			b.Fatalf("delivery %d: %v", i, err)
+		}
+	}
+}
+
+// rawTx is inbox.Receiver's transaction, statement for statement (its
+// unexported apply and effect): decode the verified body and redact it, then
+// in one transaction insert-or-ignore the event and either count the
+// duplicate and read the first outcome, or apply the effect and write its
+// outcome. Keep it in step with inbox.go.
+func rawTx(ctx context.Context, db *gorm.DB, fx inbox.Effect, red *redact.Redactor, body []byte) error {
+	ev := inbox.Event{Service: benchService, Raw: body}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&ev.Body); err != nil {
+		return err
+	}
+	ev.ID, _ = ev.Body["id"].(string)
+	ev.Type, _ = ev.Body["type"].(string)
+	payload := string(red.JSON(ev.Raw))
+	now := time.Now().UTC()
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		inserted, err := models.RecordEvent(tx, models.ProcessedEvent{Provider: ev.Service, EventID: ev.ID, EventType: ev.Type,
+			ReceivedAt: now, Outcome: models.EventApplied, Payload: payload})
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			if err := models.CountDuplicate(tx, ev.Service, ev.ID, now); err != nil {
+				return err
+			}
+			_, err := models.EventByID(tx, ev.Service, ev.ID)
+			return err
+		}
+		note, err := fx(ctx, tx, ev, now)
+		if err != nil {
+			return errors.Join(errors.New("the benchmark's effects all apply"), err)
+		}
+		return models.SetEventOutcome(tx, ev.Service, ev.ID, models.EventApplied, red.Text(note))
+	})
+}

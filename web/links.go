@@ -1,0 +1,220 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+const linksPageSize = 50
+
+func (s *Server) listLinks(c echo.Context) error {
+	f := views.LinkFilter{Service: c.QueryParam("service"), Status: c.QueryParam("status"), Type: c.QueryParam("type"),
+		Class: c.QueryParam("class"), Q: c.QueryParam("q")}
+	q := models.LinkQuery{Service: f.Service, LocalType: f.Type, Status: models.Status(f.Status), Class: f.Class, Search: f.Q, Limit: linksPageSize}
+	if q.Status != "" && !q.Status.Valid() {
+		return errBadRequest("There is no status called " + strconv.Quote(f.Status) + ".")
+	}
+	if b := c.QueryParam("before"); b != "" {
+		id, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || id <= 0 {
+			return errBadRequest("The page cursor is not valid; go back to the first page.")
+		}
+		q.BeforeID = id
+	}
+	links, err := models.SearchLinks(s.db, q)
+	if err != nil {
+		return err
+	}
+	v := views.Links{Filter: f, Services: s.cfg.ServiceNames(), Types: s.routedTypes(), Filtered: f != views.LinkFilter{}}
+	for _, st := range models.Statuses {
+		v.Statuses = append(v.Statuses, string(st))
+	}
+	for _, l := range links {
+		v.Rows = append(v.Rows, linkRow(l))
+	}
+	if len(links) == linksPageSize {
+		qs := c.QueryParams()
+		qs.Set("before", strconv.FormatInt(links[len(links)-1].ID, 10))
+		v.NextURL = "/links?" + qs.Encode()
+	}
+	return s.render(c, views.LinksPage(s.page(c, "Links", "/links"), v))
+}
+
+// routedTypes are the local types some service takes, sorted.
+func (s *Server) routedTypes() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, name := range s.cfg.ServiceNames() {
+		for typ := range s.cfg.Services[name].Objects {
+			if !seen[typ] {
+				seen[typ] = true
+				out = append(out, typ)
+			}
+		}
+	}
+	return sortStrings(out)
+}
+
+func linkRow(l models.Link) views.LinkRow {
+	return views.LinkRow{ID: l.ID, LocalType: l.LocalType, LocalID: l.LocalID, Service: l.ExternalService, Status: string(l.Status),
+		ExternalID: l.ExternalID, ExternalKey: l.ExternalKey, Attempts: l.Attempts, LastError: l.LastError, LastHTTP: l.LastHTTPCode,
+		NeedsLookup: l.NeedsLookup, RemoteDeleted: l.RemoteDeletedAt != nil, NextAttemptAt: l.NextAttemptAt, UpdatedAt: l.UpdatedAt}
+}
+
+func linkID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errBadRequest("A link is named by a positive number.")
+	}
+	return id, nil
+}
+
+func (s *Server) showLink(c echo.Context) error {
+	id, err := linkID(c)
+	if err != nil {
+		return err
+	}
+	l, err := models.LinkByID(s.db, id)
+	if err != nil {
+		return err
+	}
+	v := views.LinkDetail{Link: linkRow(*l), IdempotencyKey: l.IdempotencyKey, CreatedAt: l.CreatedAt}
+	if ip, err := models.InProgressOf(s.db, l, s.clock.Now()); err != nil {
+		return err
+	} else if ip != nil {
+		v.InProgressBy, v.InProgressAt = ip.StartedBy, ip.StartedAt
+	}
+	attempts, err := models.LinkAttempts(s.db, id)
+	if err != nil {
+		return err
+	}
+	for i := len(attempts) - 1; i >= 0; i-- { // newest first
+		a := attempts[i]
+		v.Attempts = append(v.Attempts, views.AttemptRow{Number: a.Number, Operation: a.Operation, Outcome: string(a.Outcome),
+			HTTPCode: a.HTTPCode, DurationMS: a.DurationMS, Error: a.Error, Request: a.RequestExcerpt, Response: a.ResponseExcerpt,
+			Worker: a.Worker, IdempotencyKey: a.IdempotencyKey, ExternalID: a.ExternalID, At: a.CreatedAt})
+	}
+	v.CanLookup = s.cfg.Services[l.ExternalService].Objects[l.LocalType].Lookup != ""
+	v.Unknown = l.ExternalID == "" && l.Status != models.StatusSuccess &&
+		len(v.Attempts) > 0 && v.Attempts[0].Outcome == string(models.OutcomeAmbiguous)
+	if rec, err := models.RecordByKey(s.db, l.LocalType, l.LocalID); err == nil {
+		v.Payload = s.prettyRedacted(rec.Payload)
+	}
+	title := l.LocalType + " " + l.LocalID + " in " + l.ExternalService
+	return s.render(c, views.LinkPage(s.page(c, title, "/links"), v))
+}
+
+// prettyRedacted indents a JSON payload after masking what must not show.
+func (s *Server) prettyRedacted(payload string) string {
+	red := s.redact.JSON([]byte(payload))
+	var buf bytes.Buffer
+	if json.Indent(&buf, red, "", "  ") != nil {
+		return string(red)
+	}
+	return buf.String()
+}
+
+// linkStatus is the status cell alone, which polls itself while a sync is
+// under way.
+func (s *Server) linkStatus(c echo.Context) error {
+	id, err := linkID(c)
+	if err != nil {
+		return err
+	}
+	l, err := models.LinkByID(s.db, id)
+	if err != nil {
+		return err
+	}
+	note, poll := "", false
+	if ip, err := models.InProgressOf(s.db, l, s.clock.Now()); err == nil && ip != nil {
+		note, poll = "in progress since "+ip.StartedAt.UTC().Format("15:04:05")+" UTC, started by "+ip.StartedBy, true
+	}
+	if l.Status == models.StatusNew || l.Status == models.StatusProcessing {
+		poll = true
+	}
+	return s.render(c, views.LinkStatusCell(linkRow(*l), note, poll, s.clock.Now()))
+}
+
+// syncLink is Sync now / Retry. A second click — from this page, another
+// tab or another operator — changes nothing and says who started the sync.
+func (s *Server) syncLink(c echo.Context) error {
+	id, err := linkID(c)
+	if err != nil {
+		return err
+	}
+	who := currentUser(c).Email
+	l, err := s.outbox.SyncNow(c.Request().Context(), id, who)
+	var busy *models.InProgressError
+	note := ""
+	switch {
+	case errors.As(err, &busy):
+		s.audit(c, "link.sync", "link "+c.Param("id"), models.OutcomeDenied, busy.Error())
+		note = "A" + strings.TrimPrefix(busy.Error(), "a") // "Already in progress since …, started by …"
+		if l, err = models.LinkByID(s.db, id); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		s.audit(c, "link.sync", "link "+c.Param("id"), models.OutcomeSuccess, "")
+		note = "Queued by you at " + s.clock.Now().UTC().Format("15:04:05") + " UTC"
+		l.Status = models.StatusNew
+	}
+	if c.Request().Header.Get("HX-Request") != "true" {
+		return c.Redirect(http.StatusSeeOther, views.LinkURL(id))
+	}
+	return s.render(c, views.LinkStatusCell(linkRow(*l), note, true, s.clock.Now()))
+}
+
+func (s *Server) failLink(c echo.Context) error {
+	id, err := linkID(c)
+	if err != nil {
+		return err
+	}
+	reason := c.FormValue("reason")
+	if len(reason) > 500 {
+		return errBadRequest("Keep the reason under 500 characters.")
+	}
+	if _, err := s.outbox.MarkFailed(c.Request().Context(), id, currentUser(c).Email, reason); err != nil {
+		return err
+	}
+	s.audit(c, "link.mark_failed", "link "+c.Param("id"), models.OutcomeSuccess, reason)
+	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-failed")
+}
+
+func (s *Server) recreateLink(c echo.Context) error {
+	id, err := linkID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.outbox.Recreate(c.Request().Context(), id); err != nil {
+		return err
+	}
+	s.audit(c, "link.recreate", "link "+c.Param("id"), models.OutcomeSuccess, "")
+	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-recreated")
+}
+
+func (s *Server) showRecord(c echo.Context) error {
+	rec, err := models.RecordByKey(s.db, c.Param("type"), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	links, err := models.RecordLinks(s.db, rec.LocalType, rec.LocalID)
+	if err != nil {
+		return err
+	}
+	v := views.RecordView{LocalType: rec.LocalType, LocalID: rec.LocalID, Payload: s.prettyRedacted(rec.Payload), UpdatedAt: rec.UpdatedAt}
+	for _, l := range links {
+		v.Links = append(v.Links, linkRow(l))
+	}
+	return s.render(c, views.RecordPage(s.page(c, rec.LocalType+" "+rec.LocalID, "/links"), v))
+}

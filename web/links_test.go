@@ -1,0 +1,214 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+)
+
+// seedLinks inserts n order links in crm: every third failed with one of two
+// causes, the rest synced.
+func (b *bundle) seedLinks(n int) {
+	b.t.Helper()
+	now := b.clock.Now()
+	for i := 1; i <= n; i++ {
+		l := models.Link{LocalType: "order", LocalID: fmt.Sprint(i), ExternalService: "crm", ExternalKey: fmt.Sprintf("site_order_%d", i),
+			ExternalID: fmt.Sprintf("deal_%d", i), Status: models.StatusSuccess, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+		if i%3 == 0 {
+			l.ExternalID, l.Status, l.LastHTTPCode = "", models.StatusFailed, 422
+			l.LastError = fmt.Sprintf("HTTP 422: title %d is too long", i)
+			if i%2 == 0 {
+				l.LastHTTPCode, l.LastError = 404, fmt.Sprintf("HTTP 404: no deal deal_%d", i)
+			}
+			l.ErrorGroup = models.ErrorGroup("crm", l.LastHTTPCode, l.LastError)
+		}
+		require.NoError(b.t, b.db.Create(&l).Error)
+	}
+}
+
+var rowID = regexp.MustCompile(`data-testid="link-row-(\d+)"`)
+
+func rowIDs(body string) []string {
+	var out []string
+	for _, m := range rowID.FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func TestLinksListFiltersSearchAndPages(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.seedLinks(120)
+		c := b.signedIn("vic@example.com", models.RoleViewer)
+
+		r := c.get("/links")
+		require.Equal(t, http.StatusOK, r.status)
+		first := rowIDs(r.body)
+		require.Len(t, first, linksPageSize)
+		require.Equal(t, "120", first[0], "newest first")
+		require.NotContains(t, r.body, "Sync now", "a viewer sees no action buttons")
+
+		next := regexp.MustCompile(`href="(/links\?before=\d+)"`).FindStringSubmatch(r.body)
+		require.NotNil(t, next)
+		r = c.get(strings.ReplaceAll(next[1], "&amp;", "&"))
+		second := rowIDs(r.body)
+		require.Len(t, second, linksPageSize)
+		require.Equal(t, "70", second[0], "the next page starts where the first ended")
+
+		r = c.get("/links?status=failed&service=crm")
+		ids := rowIDs(r.body)
+		require.Len(t, ids, 40)
+		require.Contains(t, r.body, `<option value="failed" selected>`, "filters stay in the form and the URL")
+
+		r = c.get("/links?q=deal_7")
+		require.Len(t, rowIDs(r.body), 1, "search by external id")
+		r = c.get("/links?q=site_order_9")
+		require.Len(t, rowIDs(r.body), 1, "search by external key")
+		r = c.get("/links?q=11")
+		require.Len(t, rowIDs(r.body), 1, "search by local id")
+		r = c.get("/links?class=permanent&q=nothing")
+		require.Contains(t, r.body, "No links match these filters")
+
+		require.Equal(t, http.StatusBadRequest, c.get("/links?status=lost").status)
+		require.Equal(t, http.StatusBadRequest, c.get("/links?before=x").status)
+	})
+}
+
+func TestSyncNowFromThePageIsDebouncedAndTheStatusUpdatesItself(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		_, err := b.eng.Upsert(context.Background(), "order", "7", []byte(`{"title":"Order 7"}`))
+		require.NoError(t, err)
+		require.NoError(t, b.eng.Drain(context.Background()))
+		links, _ := models.RecordLinks(db, "order", "7")
+		id := fmt.Sprint(links[0].ID)
+		ana := b.signedIn("ana@example.com", models.RoleOperator)
+		bo := b.signedIn("bo@example.com", models.RoleOperator)
+		htmx := http.Header{"Hx-Request": {"true"}}
+		before := b.crm.Requests().Total
+
+		form := url.Values{"_csrf": {ana.csrf("/links/" + id)}}
+		r := ana.do(http.MethodPost, "/links/"+id+"/sync", form, htmx)
+		require.Equal(t, http.StatusOK, r.status, r.body)
+		require.Contains(t, r.body, "Queued by you")
+		require.Contains(t, r.body, `hx-trigger="every 1s"`, "the cell polls until the sync ends")
+
+		form = url.Values{"_csrf": {bo.csrf("/links/" + id)}}
+		r = bo.do(http.MethodPost, "/links/"+id+"/sync", form, htmx)
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, "Already in progress since 12:00:00, started by ana@example.com")
+
+		require.NoError(t, b.eng.Drain(context.Background()))
+		require.Equal(t, before+1, b.crm.Requests().Total, "two clicks, one send")
+		r = ana.get("/links/" + id + "/status")
+		require.Contains(t, r.body, `data-status="success"`)
+		require.NotContains(t, r.body, "hx-trigger", "polling stops when the sync has ended")
+	})
+}
+
+func TestLinkDetailExplainsAnUnknownOutcome(t *testing.T) {
+	b := setupSQLite(t)
+	now := b.clock.Now()
+	l := models.Link{LocalType: "order", LocalID: "5", ExternalService: "crm", ExternalKey: "site_order_5", Status: models.StatusRetry,
+		NeedsLookup: true, IdempotencyKey: "order-5-create", Attempts: 1, LastError: "no answer within 5s (the request was sent; whether it took effect is unknown)",
+		NextAttemptAt: now.Add(time.Minute), CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, b.db.Create(&l).Error)
+	payload, hash, _ := models.CanonicalPayload([]byte(`{"title":"Order 5","customer":{"email":"ana@example.com","password":"pw-123456"}}`))
+	require.NoError(t, b.db.Create(&models.Record{LocalType: "order", LocalID: "5", Payload: payload, ContentHash: hash, CreatedAt: now, UpdatedAt: now}).Error)
+	require.NoError(t, b.db.Create(&models.Attempt{LinkID: l.ID, Number: 1, Operation: "deal.create", IdempotencyKey: "order-5-create",
+		Outcome: models.OutcomeAmbiguous, Error: l.LastError, RequestExcerpt: "POST /deals", CreatedAt: now}).Error)
+
+	c := b.signedIn("ana@example.com", models.RoleOperator)
+	r := c.get(fmt.Sprintf("/links/%d", l.ID))
+	require.Equal(t, http.StatusOK, r.status)
+	require.Contains(t, r.body, "The last attempt's outcome is unknown")
+	require.Contains(t, r.body, "looks the object up by its key <code>site_order_5</code> first")
+	require.Contains(t, r.body, "<code>order-5-create</code>")
+	require.Contains(t, r.body, "Unknown outcome")
+	require.NotContains(t, r.body, "pw-123456", "the payload is redacted")
+	require.NotContains(t, r.body, "ana@example.com\"", "personal data is redacted")
+
+	r = c.get("/records/order/5")
+	require.Equal(t, http.StatusOK, r.status)
+	require.Contains(t, r.body, `href="/links/1"`, "the record page lists its links")
+	require.NotContains(t, r.body, "pw-123456")
+}
+
+func TestMarkFailedAndRecreate(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.seedLinks(3)
+		c := b.signedIn("ana@example.com", models.RoleOperator)
+		r := c.post("/links/1", "/links/1/fail", url.Values{"reason": {"customer cancelled"}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		l, _ := models.LinkByID(db, 1)
+		require.Equal(t, models.StatusFailed, l.Status)
+		require.Equal(t, "Marked failed by ana@example.com: customer cancelled", l.LastError)
+
+		r = c.post("/links/2", "/links/2/recreate", nil)
+		require.Equal(t, http.StatusBadRequest, r.status, "only a link deleted remotely can be re-created")
+
+		now := b.clock.Now()
+		require.NoError(t, db.Model(&models.Link{}).Where("id = 2").Updates(map[string]any{"remote_deleted_at": now, "status": models.StatusFailed}).Error)
+		require.Contains(t, c.get("/links/2").body, `data-testid="recreate"`)
+		r = c.post("/links/2", "/links/2/recreate", nil)
+		require.Equal(t, http.StatusSeeOther, r.status)
+		l, _ = models.LinkByID(db, 2)
+		require.Equal(t, models.StatusNew, l.Status)
+		require.Empty(t, l.ExternalID)
+		require.Nil(t, l.RemoteDeletedAt)
+		require.NotEqual(t, "order-2-create", l.IdempotencyKey, "a genuinely new create gets a new key")
+		require.EqualValues(t, 1, b.auditCount("link.recreate", models.OutcomeSuccess))
+	})
+}
+
+func TestBulkRetryShowsTheCountAndRetriesExactlyThose(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.seedLinks(60) // 20 failed: 10 with a 422, 10 with a 404
+		c := b.signedIn("ana@example.com", models.RoleOperator)
+		r := c.get("/failed")
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, "20 failed links in 2 groups")
+		require.Contains(t, r.body, "crm · HTTP 404 · HTTP N: no deal ID")
+
+		group := models.ErrorGroup("crm", 404, "HTTP 404: no deal deal_6")
+		r = c.post("/failed", "/failed/retry", url.Values{"group": {group}})
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, "Retry 10 failed links?")
+		ids := regexp.MustCompile(`name="id" value="(\d+)"`).FindAllStringSubmatch(r.body, -1)
+		require.Len(t, ids, 10)
+
+		// A link of the group that fails after the confirmation was shown is not retried with it.
+		now := b.clock.Now()
+		require.NoError(t, db.Create(&models.Link{LocalType: "order", LocalID: "late", ExternalService: "crm", ExternalKey: "k",
+			Status: models.StatusFailed, ErrorGroup: group, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}).Error)
+		form := url.Values{}
+		for _, m := range ids {
+			form.Add("id", m[1])
+		}
+		r = c.post("/failed", "/failed/retry/confirm", form)
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		var queued, stillFailed int64
+		db.Model(&models.Link{}).Where("status = ?", models.StatusNew).Count(&queued)
+		db.Model(&models.Link{}).Where("status = ? AND error_group = ?", models.StatusFailed, group).Count(&stillFailed)
+		require.EqualValues(t, 10, queued, "exactly the confirmed links")
+		require.EqualValues(t, 1, stillFailed, "the late one stays failed")
+
+		viewer := b.signedIn("vic@example.com", models.RoleViewer)
+		require.NotContains(t, viewer.get("/failed").body, "Retry all")
+		require.Equal(t, http.StatusForbidden, viewer.post("/failed", "/failed/retry/confirm", form).status)
+	})
+}

@@ -1,0 +1,97 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/schedule"
+)
+
+// testScheduler runs a "send" task that counts its runs and a
+// "prune-events" task that fails, both on periods too long to fire by
+// themselves during a test.
+func testScheduler(t *testing.T) (*schedule.Scheduler, *atomic.Int32) {
+	t.Helper()
+	var runs atomic.Int32
+	s, err := schedule.New([]schedule.Task{
+		{Name: "send", Every: time.Hour, Run: func(context.Context) error { runs.Add(1); return nil }},
+		{Name: "prune-events", Every: 10 * time.Minute, Run: func(context.Context) error {
+			return errors.New("the database is read-only")
+		}},
+	}, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	s.Start()
+	t.Cleanup(func() { _ = s.Stop() })
+	return s, &runs
+}
+
+func TestSchedulesListAndRunNow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		sched, runs := testScheduler(t)
+		b, _ := pagesServer(t, db, sched)
+
+		viewer := b.signedIn("vera@example.com", models.RoleViewer)
+		r := viewer.get("/schedules")
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, "Sends links that are due")
+		require.Contains(t, r.body, "Deletes old webhook events")
+		require.Contains(t, r.body, "Every hour")
+		require.Contains(t, r.body, "Every 10 minutes")
+		require.Contains(t, r.body, "Not run yet")
+		require.NotContains(t, r.body, `data-testid="run-send"`, "only admins see Run now")
+		require.Contains(t, r.body, "needs the admin role")
+
+		r = viewer.post("/schedules", "/schedules/send/run", nil)
+		require.Equal(t, http.StatusForbidden, r.status)
+		op := b.signedIn("olga@example.com", models.RoleOperator)
+		r = op.post("/schedules", "/schedules/send/run", nil)
+		require.Equal(t, http.StatusForbidden, r.status)
+		require.Equal(t, int64(2), b.auditCount("access.denied", models.OutcomeDenied))
+		require.Zero(t, runs.Load())
+
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+		require.Contains(t, admin.get("/schedules").body, `data-testid="run-send"`)
+		r = admin.post("/schedules", "/schedules/send/run", nil)
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.Equal(t, "/schedules?done=task-started", r.header.Get("Location"))
+		require.Eventually(t, func() bool { return runs.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
+		require.Equal(t, int64(1), b.auditCount("schedule.run", models.OutcomeSuccess))
+
+		r = admin.post("/schedules", "/schedules/prune-events/run", nil)
+		require.Equal(t, http.StatusSeeOther, r.status)
+		require.Eventually(t, func() bool {
+			for _, st := range sched.States() {
+				if st.Name == "prune-events" && st.Runs == 1 {
+					return true
+				}
+			}
+			return false
+		}, 5*time.Second, 10*time.Millisecond)
+		r = admin.get("/schedules?done=task-started")
+		require.Contains(t, r.body, "The task was started")
+		require.Contains(t, r.body, "the database is read-only")
+		require.Contains(t, r.body, "Failed")
+		require.Contains(t, r.body, "1 run")
+
+		require.Equal(t, http.StatusNotFound, admin.post("/schedules", "/schedules/nope/run", nil).status)
+	})
+}
+
+func TestSchedulesWithoutAScheduler(t *testing.T) {
+	b, _ := pagesServer(t, dbtest.SQLite(t), nil)
+	admin := b.signedIn("root@example.com", models.RoleAdmin)
+	r := admin.get("/schedules")
+	require.Equal(t, http.StatusOK, r.status)
+	require.Contains(t, r.body, `data-testid="empty-schedules"`)
+	require.Equal(t, http.StatusNotFound, admin.post("/schedules", "/schedules/send/run", nil).status)
+}

@@ -1,0 +1,193 @@
+package web
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+// describeService puts a service's configuration into the words of the
+// Services page. Secrets come out as set or not set, never as values: the
+// card is built from the configuration as written (${VAR} references), and
+// the environment is only asked whether a variable holds something.
+func describeService(name string, svc config.Service) views.ServiceCard {
+	card := views.ServiceCard{Name: name, Kind: kindWords(svc.Kind), BaseURL: displayURL(svc.BaseURL),
+		Idempotency: idempotencyWords(svc), Timeout: shortDuration(svc.Timeout), Retry: retryWords(svc.Retry)}
+	for _, typ := range sortedNames(svc.Objects) {
+		o := svc.Objects[typ]
+		card.Routes = append(card.Routes, views.ServiceRoute{LocalType: typ, Remote: o.Remote, Operations: operations(o)})
+	}
+	for _, h := range sortedNames(svc.Headers) {
+		st := secretState(svc.Headers[h])
+		st.Name = h
+		card.Headers = append(card.Headers, st)
+	}
+	if w := svc.Webhook; w != nil {
+		card.Webhook = &views.ServiceWebhook{Path: "/hooks/" + name, Scheme: schemeWords(*w), Effects: effectsWords(w.Effects)}
+		for i, sec := range w.Secrets {
+			st := secretState(sec)
+			st.Name = "Signing secret"
+			if len(w.Secrets) > 1 {
+				st.Name = fmt.Sprintf("Signing secret %d of %d", i+1, len(w.Secrets))
+			}
+			card.Webhook.Secrets = append(card.Webhook.Secrets, st)
+		}
+		if len(w.Secrets) == 0 {
+			card.Webhook.Secrets = []views.SecretState{{Name: "Signing secret", Words: "not set"}}
+		}
+	}
+	return card
+}
+
+// envRef matches a ${VAR} reference, as config.ExpandEnv does.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// secretState says whether a configured value is set: "set from $VAR" when
+// it comes from the environment, "set" for a value written in the file.
+func secretState(v string) views.SecretState {
+	refs := envRef.FindAllStringSubmatch(v, -1)
+	if len(refs) == 0 {
+		if strings.TrimSpace(v) == "" {
+			return views.SecretState{Words: "not set"}
+		}
+		return views.SecretState{Set: true, Words: "set"}
+	}
+	var names, empty []string
+	for _, m := range refs {
+		names = append(names, "$"+m[1])
+		if os.Getenv(m[1]) == "" {
+			empty = append(empty, "$"+m[1])
+		}
+	}
+	if len(empty) > 0 {
+		return views.SecretState{Words: "not set: " + strings.Join(empty, ", ") + " is empty"}
+	}
+	return views.SecretState{Set: true, Words: "set from " + strings.Join(names, ", ")}
+}
+
+// displayURL shows a base URL without a password or query values, where
+// credentials sometimes hide.
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return "(not a valid URL)"
+	}
+	hidden := u.RawQuery != ""
+	u.RawQuery, u.Fragment = "", ""
+	s := u.Redacted()
+	if hidden {
+		s += "?… (query hidden)"
+	}
+	return s
+}
+
+func kindWords(kind string) string {
+	if kind == "http" {
+		return "HTTP (JSON)"
+	}
+	return kind
+}
+
+func operations(o config.Object) string {
+	ops := []string{}
+	if o.Create != "" {
+		ops = append(ops, "create")
+	}
+	if o.Update != "" {
+		ops = append(ops, "update")
+	}
+	if o.Lookup != "" {
+		ops = append(ops, "look up")
+	}
+	if o.List != "" {
+		ops = append(ops, "list")
+	}
+	return strings.Join(ops, ", ")
+}
+
+func idempotencyWords(svc config.Service) string {
+	var s string
+	if svc.IdempotencyHeader != "" {
+		s = "sends an Idempotency-Key in the " + svc.IdempotencyHeader + " header on creates"
+	} else {
+		s = "ignores Idempotency-Key"
+	}
+	switch {
+	case svc.LookupBeforeCreate:
+		s += "; looks the object up by its key before every create"
+	case canLookup(svc):
+		s += "; after an attempt with an unknown outcome, looks the object up by its key before creating again"
+	}
+	return s
+}
+
+func canLookup(svc config.Service) bool {
+	for _, o := range svc.Objects {
+		if o.Lookup != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// retryWords says the retry policy: "up to 6 attempts, backing off from 2s to 15m".
+func retryWords(r config.Retry) string {
+	if r.MaxAttempts <= 1 {
+		return "1 attempt, no retries"
+	}
+	return fmt.Sprintf("up to %d attempts, backing off from %s to %s", r.MaxAttempts, shortDuration(r.Base), shortDuration(r.Max))
+}
+
+// shortDuration writes 15m rather than 15m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func schemeWords(w config.Webhook) string {
+	switch w.Scheme {
+	case "stripe":
+		return "Stripe signatures (Stripe-Signature)"
+	case "standard":
+		return "Standard Webhooks signatures (webhook-signature)"
+	case "github":
+		return "GitHub signatures (X-Hub-Signature-256)"
+	case "shopify":
+		return "Shopify signatures (X-Shopify-Hmac-Sha256)"
+	case "hmac":
+		return "HMAC-SHA256 signatures (" + w.Header + ")"
+	}
+	return w.Scheme
+}
+
+func effectsWords(effects string) string {
+	switch effects {
+	case "payments":
+		return "applies payment events"
+	case "crm":
+		return "applies CRM events"
+	}
+	return "records events, applies nothing"
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,131 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+// healthWindow is how far back the Services page counts calls.
+const healthWindow = time.Hour
+
+func (s *Server) listServices(c echo.Context) error {
+	return s.renderServices(c, http.StatusOK, "")
+}
+
+// renderServices shows every configured service with its pause state, the
+// last hour's calls by outcome and its links by status.
+func (s *Server) renderServices(c echo.Context, status int, problem string) error {
+	p := s.page(c, "Services", "/services")
+	outcomes, err := models.CountOutcomesSince(s.db, s.clock.Now().Add(-healthWindow))
+	if err != nil {
+		return err
+	}
+	counts, err := models.CountLinksByStatus(s.db)
+	if err != nil {
+		return err
+	}
+	paused := map[string]views.PausedService{}
+	for _, ps := range p.Paused {
+		paused[ps.Name] = ps
+	}
+	v := views.Services{Error: problem}
+	for _, name := range s.cfg.ServiceNames() {
+		card := describeService(name, s.cfg.Services[name])
+		if ps, ok := paused[name]; ok {
+			card.Pause = &ps
+			delete(paused, name)
+		}
+		fillHealth(&card, outcomes)
+		fillLinks(&card, counts)
+		v.Services = append(v.Services, card)
+	}
+	for _, ps := range p.Paused {
+		if _, orphan := paused[ps.Name]; orphan {
+			v.Orphans = append(v.Orphans, ps)
+		}
+	}
+	return s.renderStatus(c, status, views.ServicesPage(p, v))
+}
+
+// fillHealth puts the service's recent calls on its card, every outcome
+// shown even at zero so that the numbers line up from card to card.
+func fillHealth(card *views.ServiceCard, counts []models.OutcomeCount) {
+	n := map[models.Outcome]int64{}
+	for _, oc := range counts {
+		if oc.Service == card.Name {
+			n[oc.Outcome] += oc.N
+			card.Calls += oc.N
+		}
+	}
+	for _, o := range []models.Outcome{models.OutcomeOK, models.OutcomeTemporary, models.OutcomePermanent, models.OutcomeAmbiguous} {
+		card.Health = append(card.Health, views.OutcomeStat{Outcome: string(o), N: n[o]})
+	}
+}
+
+// fillLinks puts the service's links by status on its card, each a link to
+// the links list filtered on that service and status.
+func fillLinks(card *views.ServiceCard, counts []models.StatusCount) {
+	n := map[models.Status]int64{}
+	for _, sc := range counts {
+		if sc.Service == card.Name {
+			n[sc.Status] += sc.N
+			card.LinksTotal += sc.N
+		}
+	}
+	q := url.Values{"service": {card.Name}}
+	card.LinksURL = "/links?" + q.Encode()
+	for _, st := range models.Statuses {
+		if n[st] == 0 {
+			continue
+		}
+		q.Set("status", string(st))
+		card.Links = append(card.Links, views.StatusLink{Status: string(st), N: n[st], URL: "/links?" + q.Encode()})
+	}
+}
+
+func (s *Server) pauseService(c echo.Context) error {
+	if s.pauser == nil {
+		return errBadRequest("pausing is not available on this server")
+	}
+	name := c.Param("name")
+	who, _ := actor(c)
+	held, created, err := s.pauser.Pause(c.Request().Context(), name, who, c.FormValue("reason"))
+	var inv *models.InvalidError
+	switch {
+	case errors.As(err, &inv):
+		return s.renderServices(c, http.StatusBadRequest, inv.Reason)
+	case err != nil:
+		return err
+	}
+	if !created {
+		s.audit(c, "service.pause", name, models.OutcomeSuccess, "already paused by "+held.PausedBy)
+		return c.Redirect(http.StatusSeeOther, "/services?done=service-already-paused")
+	}
+	s.audit(c, "service.pause", name, models.OutcomeSuccess, held.Reason)
+	return c.Redirect(http.StatusSeeOther, "/services?done=service-paused")
+}
+
+func (s *Server) resumeService(c echo.Context) error {
+	if s.pauser == nil {
+		return errBadRequest("pausing is not available on this server")
+	}
+	name := c.Param("name")
+	who, _ := actor(c)
+	was, err := s.pauser.Resume(c.Request().Context(), name, who)
+	if err != nil {
+		return err
+	}
+	if !was {
+		s.audit(c, "service.resume", name, models.OutcomeSuccess, "was not paused")
+		return c.Redirect(http.StatusSeeOther, "/services?done=service-not-paused")
+	}
+	s.audit(c, "service.resume", name, models.OutcomeSuccess, "")
+	return c.Redirect(http.StatusSeeOther, "/services?done=service-resumed")
+}

@@ -1,0 +1,285 @@
+package web
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/clock"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/redact"
+	"github.com/syncdesk/syncdesk/sync/sandbox"
+	"github.com/syncdesk/syncdesk/sync/services"
+)
+
+// The secret values the services below are configured with: none of them
+// may ever appear on a page.
+const (
+	crmTokenValue   = "crm-token-Zq8sV1xx"
+	literalKeyValue = "literal-key-Hk3pP7xx"
+	basePassword    = "base-pass-Yv5mW2xx"
+	queryKeyValue   = "query-key-Lr6nB3xx"
+	hookLiteral     = "whsec_literal-W9x2xx"
+	hookEnvValue    = "whsec_fromenv-R4t6xx"
+)
+
+var secretValues = []string{crmTokenValue, literalKeyValue, basePassword, queryKeyValue, hookLiteral, hookEnvValue}
+
+// setupServices serves syncdesk with two services whose headers and webhook
+// secrets come from the environment and from the file, the engine asking a
+// Pauser at each claim, and the Services routes registered.
+func setupServices(t *testing.T, db *gorm.DB) *bundle {
+	t.Helper()
+	t.Setenv("SYNCDESK_TEST_CRM_TOKEN", crmTokenValue)
+	t.Setenv("SYNCDESK_TEST_PAY_HOOK", hookEnvValue)
+	cfg := config.Default()
+	cfg.TrustedProxies = []string{"127.0.0.0/8"}
+	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	crm := sandbox.NewCRM(sandbox.Options{})
+	crmSrv := httptest.NewServer(crm)
+	t.Cleanup(crmSrv.Close)
+	crmURL, _ := url.Parse(crmSrv.URL)
+	crmURL.User = url.UserPassword("desk", basePassword)
+	retry := config.Retry{MaxAttempts: 3, Base: time.Second, Max: time.Minute}
+	crmSvc := config.Service{Kind: "http", BaseURL: crmURL.String(), Timeout: 5 * time.Second, Retry: retry,
+		Headers: map[string]string{"Authorization": "Bearer ${SYNCDESK_TEST_CRM_TOKEN}", "X-Api-Key": literalKeyValue,
+			"X-Tenant": "${SYNCDESK_TEST_NEVER_SET}"},
+		Webhook: &config.Webhook{Scheme: "standard", Secrets: []string{hookLiteral}, Effects: "crm"},
+		Objects: map[string]config.Object{"order": {Remote: "deal", ExternalKey: "site_order_{local_id}", KeyField: "external_key",
+			IDField: "id", Create: "POST /deals", Update: "PUT /deals/{external_id}", Lookup: "GET /deals?external_key={external_key}"}}}
+	paySvc := config.Service{Kind: "http", BaseURL: "https://pay.example.com/v1?api_key=" + queryKeyValue, Timeout: 10 * time.Second,
+		Retry: config.Retry{MaxAttempts: 6, Base: 2 * time.Second, Max: 15 * time.Minute}, IdempotencyHeader: "Idempotency-Key",
+		Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{"${SYNCDESK_TEST_PAY_HOOK}"}, Effects: "payments"},
+		Objects: map[string]config.Object{"payment": {Remote: "payment", ExternalKey: "site_payment_{local_id}", KeyField: "external_key",
+			IDField: "id", Create: "POST /payments", Update: "PUT /payments/{external_id}", List: "GET /payments?cursor={cursor}"}}}
+	cfg.Services = map[string]config.Service{"crm": crmSvc, "payments": paySvc}
+	log := slog.New(slog.DiscardHandler)
+	var svcs []outbox.Service
+	for _, name := range cfg.ServiceNames() {
+		svcs = append(svcs, outbox.Service{Name: name, Config: cfg.Services[name], Conn: connector.NewHTTP(name, cfg.Services[name], redact.New(nil), nil)})
+	}
+	eng := outbox.New(db, svcs, clk, log, outbox.Options{Concurrency: 4})
+	pauser := services.NewPauser(db, cfg.ServiceNames(), clk, log)
+	eng.SetPaused(pauser.Paused)
+	s, err := New(Deps{DB: db, Config: cfg, Clock: clk, Version: "test", Log: log, Outbox: eng, Pauser: pauser})
+	require.NoError(t, err)
+	registerServiceRoutes(t, s)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &bundle{t: t, db: db, clock: clk, srv: srv, cfg: cfg, eng: eng, crm: crm}
+}
+
+// registerServiceRoutes adds the Services routes as routes.go is to list
+// them, unless it already does.
+func registerServiceRoutes(t *testing.T, s *Server) {
+	t.Helper()
+	for _, r := range s.echo.Routes() {
+		if r.Path == "/services" {
+			return
+		}
+	}
+	csrf, err := s.csrfMiddleware()
+	require.NoError(t, err)
+	pages := s.echo.Group("", s.requireUser, csrf, noStore)
+	operator := s.requireRole(models.RoleOperator)
+	pages.GET("/services", s.listServices)
+	pages.POST("/services/:name/pause", s.pauseService, operator)
+	pages.POST("/services/:name/resume", s.resumeService, operator)
+}
+
+func TestServicesPageDescribesServicesWithoutSecrets(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		r := b.signedIn("vera@example.com", models.RoleViewer).get("/services")
+		require.Equal(t, http.StatusOK, r.status, r.body)
+		for _, want := range []string{
+			`data-testid="service-crm"`, `data-testid="service-payments"`,
+			"HTTP (JSON)", "deal", "create, update, look up",
+			"ignores Idempotency-Key", "sends an Idempotency-Key in the Idempotency-Key header",
+			"up to 3 attempts, backing off from 1s to 1m", "up to 6 attempts, backing off from 2s to 15m", "10s per call",
+			"set from $SYNCDESK_TEST_CRM_TOKEN", "not set: $SYNCDESK_TEST_NEVER_SET is empty", "set from $SYNCDESK_TEST_PAY_HOOK",
+			"Standard Webhooks", "Stripe signatures", "/hooks/payments", "https://pay.example.com/v1?… (query hidden)", "desk:xxxxx@",
+		} {
+			require.Contains(t, r.body, want)
+		}
+		for _, secret := range secretValues {
+			require.NotContains(t, r.body, secret, "a secret value reached the page")
+		}
+		require.NotContains(t, r.body, `action="/services/crm/pause"`, "a viewer gets no switch")
+	})
+}
+
+func TestPauseAndResumeFromTheServicesPage(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		op := b.signedIn("olga@example.com", models.RoleOperator)
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+		viewer := b.signedIn("vera@example.com", models.RoleViewer)
+		require.NotContains(t, op.get("/").body, `data-testid="paused-banner"`)
+		page := op.get("/services").body
+		require.Contains(t, page, `action="/services/crm/pause"`)
+		require.Contains(t, page, `<label for="reason-crm">`, "the reason field has a label")
+		require.Contains(t, page, `Pause sending<span class="sr-only"> to crm</span>`, "each switch names its service to screen readers")
+
+		r := op.post("/services", "/services/crm/pause", url.Values{"reason": {"provider maintenance"}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.Equal(t, "/services?done=service-paused", r.header.Get("Location"))
+		paused, err := models.IsPaused(db, "crm")
+		require.NoError(t, err)
+		require.True(t, paused)
+		require.EqualValues(t, 1, b.auditCount("service.pause", models.OutcomeSuccess))
+
+		// Loud on every page, for everyone signed in.
+		for _, c := range []*client{op, admin, viewer} {
+			for _, path := range []string{"/", "/audit", "/services", "/users", "/no-such-page"} {
+				body := c.get(path).body
+				if path == "/users" && c != admin {
+					continue
+				}
+				require.Contains(t, body, `data-testid="paused-banner"`, "no banner on %s", path)
+				require.Contains(t, body, "Sending to crm is paused.", path)
+				require.Contains(t, body, "“provider maintenance”", path)
+				require.Contains(t, body, "by olga@example.com", path)
+				require.Contains(t, body, "nothing is lost", path)
+			}
+		}
+		require.Contains(t, op.get("/services?done=service-paused").body, "Sending is paused.")
+		require.Contains(t, op.get("/services").body, `action="/services/crm/resume"`)
+		require.NotContains(t, b.client().get("/login").body, "paused-banner", "the sign-in page shows nothing to strangers")
+
+		// A second pause changes nothing; the first one stands.
+		r = admin.post("/services", "/services/crm/pause", url.Values{"reason": {"other"}})
+		require.Equal(t, "/services?done=service-already-paused", r.header.Get("Location"))
+		pauses, err := models.ListPauses(db)
+		require.NoError(t, err)
+		require.Len(t, pauses, 1)
+		require.Equal(t, "olga@example.com", pauses[0].PausedBy)
+
+		r = op.post("/services", "/services/crm/resume", nil)
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.Equal(t, "/services?done=service-resumed", r.header.Get("Location"))
+		require.EqualValues(t, 1, b.auditCount("service.resume", models.OutcomeSuccess))
+		for _, path := range []string{"/", "/services"} {
+			require.NotContains(t, viewer.get(path).body, `data-testid="paused-banner"`, path)
+		}
+		r = op.post("/services", "/services/crm/resume", nil)
+		require.Equal(t, "/services?done=service-not-paused", r.header.Get("Location"))
+	})
+}
+
+func TestViewerCannotPauseOrResume(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		viewer := b.signedIn("vera@example.com", models.RoleViewer)
+		body := viewer.get("/services").body
+		require.NotContains(t, body, `/pause"`)
+		require.NotContains(t, body, `/resume"`)
+
+		// A forged form, with the viewer's own valid CSRF token.
+		r := viewer.post("/services", "/services/crm/pause", url.Values{"reason": {"x"}})
+		require.Equal(t, http.StatusForbidden, r.status)
+		require.EqualValues(t, 1, b.auditCount("access.denied", models.OutcomeDenied))
+		paused, err := models.IsPaused(db, "crm")
+		require.NoError(t, err)
+		require.False(t, paused)
+
+		_, _, err = models.Pause(db, models.ServicePause{Service: "crm", PausedBy: "olga@example.com", PausedAt: b.clock.Now()})
+		require.NoError(t, err)
+		r = viewer.post("/services", "/services/crm/resume", nil)
+		require.Equal(t, http.StatusForbidden, r.status)
+		require.EqualValues(t, 2, b.auditCount("access.denied", models.OutcomeDenied))
+		paused, err = models.IsPaused(db, "crm")
+		require.NoError(t, err)
+		require.True(t, paused, "a refused resume changes nothing")
+		require.Zero(t, b.auditCount("service.pause", models.OutcomeSuccess)+b.auditCount("service.resume", models.OutcomeSuccess))
+	})
+}
+
+func TestPauseRefusesUnknownServicesAndLongReasons(t *testing.T) {
+	b := setupServices(t, dbtest.SQLite(t))
+	op := b.signedIn("olga@example.com", models.RoleOperator)
+	r := op.post("/services", "/services/nope/pause", nil)
+	require.Equal(t, http.StatusNotFound, r.status)
+
+	r = op.post("/services", "/services/crm/pause", url.Values{"reason": {strings.Repeat("x", services.MaxReason+1)}})
+	require.Equal(t, http.StatusBadRequest, r.status)
+	require.Contains(t, r.body, `data-testid="services-error"`)
+	require.Contains(t, r.body, "Keep the reason under 200 characters.")
+	require.Zero(t, b.auditCount("service.pause", models.OutcomeSuccess))
+}
+
+// A pause left by a service since removed from the configuration still
+// shows, and can be lifted from the Services page.
+func TestOrphanPauseCanBeResumed(t *testing.T) {
+	b := setupServices(t, dbtest.SQLite(t))
+	_, _, err := models.Pause(b.db, models.ServicePause{Service: "legacy", PausedBy: "olga@example.com", PausedAt: b.clock.Now()})
+	require.NoError(t, err)
+	op := b.signedIn("olga@example.com", models.RoleOperator)
+	body := op.get("/services").body
+	require.Contains(t, body, `data-testid="orphan-legacy"`)
+	require.Contains(t, body, "Sending to legacy is paused.")
+	r := op.post("/services", "/services/legacy/resume", nil)
+	require.Equal(t, "/services?done=service-resumed", r.header.Get("Location"))
+	require.NotContains(t, op.get("/").body, "paused-banner")
+}
+
+func TestServicesPageCountsTheLastHourAndLinksByStatus(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		now := b.clock.Now()
+		crm := b.link("order", "1", "crm", models.StatusRetry)
+		b.link("order", "2", "crm", models.StatusFailed)
+		b.link("order", "3", "crm", models.StatusFailed)
+		pay := b.link("payment", "1", "payments", models.StatusSuccess)
+		for _, a := range []struct {
+			link    int64
+			outcome models.Outcome
+			ago     time.Duration
+		}{
+			{crm, models.OutcomeOK, 5 * time.Minute}, {crm, models.OutcomeOK, 59 * time.Minute},
+			{crm, models.OutcomeTemporary, time.Minute}, {crm, models.OutcomePermanent, 61 * time.Minute},
+			{pay, models.OutcomeAmbiguous, 30 * time.Minute}, {pay, models.OutcomeOK, 3 * time.Hour},
+		} {
+			b.attempt(a.link, a.outcome, now.Add(-a.ago))
+		}
+		body := b.signedIn("vera@example.com", models.RoleViewer).get("/services").body
+		for id, want := range map[string]string{"crm-ok": "2", "crm-temporary": "1", "crm-permanent": "0", "crm-ambiguous": "0",
+			"payments-ok": "0", "payments-ambiguous": "1"} {
+			m := regexp.MustCompile(`data-testid="health-` + id + `">(\d+)<`).FindStringSubmatch(body)
+			require.NotNil(t, m, "no count for %s", id)
+			require.Equal(t, want, m[1], "calls in the last hour, %s", id)
+		}
+		require.Contains(t, body, `href="/links?service=crm&amp;status=failed"`)
+		require.Contains(t, body, `href="/links?service=crm&amp;status=retry"`)
+		require.NotContains(t, body, `href="/links?service=crm&amp;status=success"`, "statuses without links are left out")
+		require.Contains(t, body, "All links to crm (3)")
+	})
+}
+
+// attempt logs a call of a link.
+func (b *bundle) attempt(link int64, outcome models.Outcome, at time.Time) {
+	b.t.Helper()
+	require.NoError(b.t, b.db.Create(&models.Attempt{LinkID: link, Number: 1, Operation: "x.create", Outcome: outcome, CreatedAt: at}).Error)
+}
+
+// link inserts a link in a given status and returns its id.
+func (b *bundle) link(typ, id, service string, status models.Status) int64 {
+	b.t.Helper()
+	now := b.clock.Now()
+	l := models.Link{LocalType: typ, LocalID: id, ExternalService: service, ExternalKey: typ + "_" + id, Status: status,
+		NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+	require.NoError(b.t, b.db.Create(&l).Error)
+	return l.ID
+}
