@@ -33,6 +33,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/schedule"
+	"github.com/syncdesk/syncdesk/sync/services"
 	"github.com/syncdesk/syncdesk/web"
 )
 
@@ -222,6 +223,8 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	eng := outbox.New(db, connectors(cfg, r), clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg})
+	pauser := services.NewPauser(db, cfg.ServiceNames(), clk, log)
+	eng.SetPaused(pauser.Paused)
 	rc, err := inbox.New(db, cfg.Services, clk, log, r)
 	if err != nil {
 		return nil, err
@@ -231,7 +234,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 		return nil, err
 	}
 	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(),
-		Redactor: r, Outbox: eng, Inbox: rc, Metrics: reg})
+		Redactor: r, Outbox: eng, Inbox: rc, Metrics: reg, Pauser: pauser})
 	if err != nil {
 		return nil, err
 	}

@@ -335,13 +335,21 @@ func ActionLabel(action string) string {
 }
 
 var actionLabels = map[string]string{
-	"auth.login":    "Sign-in",
-	"auth.logout":   "Sign-out",
-	"access.denied": "Refused: not allowed",
-	"user.add":      "Added a user",
-	"user.disable":  "Disabled a user",
-	"token.create":  "Created an API token",
-	"token.revoke":  "Revoked an API token",
+	"auth.login":       "Sign-in",
+	"auth.logout":      "Sign-out",
+	"access.denied":    "Refused: not allowed",
+	"user.add":         "Added a user",
+	"user.disable":     "Disabled a user",
+	"token.create":     "Created an API token",
+	"token.revoke":     "Revoked an API token",
+	"service.pause":    "Paused sending to a service",
+	"service.resume":   "Resumed sending to a service",
+	"link.sync":        "Sync now",
+	"link.bulk_retry":  "Retried failed links",
+	"link.mark_failed": "Marked a link failed",
+	"link.recreate":    "Re-created a deleted object",
+	"event.replay":     "Replayed a webhook",
+	"record.upsert":    "Record sent by the API",
 }
 
 var _ = templruntime.GeneratedTemplate

@@ -54,6 +54,7 @@ var Nav = []NavEntry{
 	{Path: "/", Label: "Overview"},
 	{Path: "/links", Label: "Links"},
 	{Path: "/failed", Label: "Failed"},
+	{Path: "/services", Label: "Services"},
 	{Path: "/audit", Label: "Audit log"},
 	{Path: "/users", Label: "Users", AdminOnly: true},
 }

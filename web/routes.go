@@ -53,6 +53,9 @@ func (s *Server) routes() error {
 	pages.GET("/failed/group", s.showFailedGroup)
 	pages.POST("/failed/retry", s.askRetry, operator)
 	pages.POST("/failed/retry/confirm", s.retryConfirmed, operator)
+	pages.GET("/services", s.listServices)
+	pages.POST("/services/:name/pause", s.pauseService, operator)
+	pages.POST("/services/:name/resume", s.resumeService, operator)
 
 	// Role checks go on each route: a Group("") with middleware would also
 	// catch every unknown path and answer 403 instead of 404.

@@ -42,7 +42,7 @@ func New(t *testing.T) context.Context {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium at %s: %v", path, err)
 	}
-	tctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	tctx, cancel := context.WithTimeout(ctx, 180*time.Second) // generous: CI runs packages in parallel under -race
 	t.Cleanup(cancel)
 	return tctx
 }
