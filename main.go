@@ -234,7 +234,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 		return nil, err
 	}
 	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(),
-		Redactor: r, Outbox: eng, Inbox: rc, Metrics: reg, Pauser: pauser})
+		Redactor: r, Outbox: eng, Inbox: rc, Metrics: reg, Pauser: pauser, Scheduler: sched})
 	if err != nil {
 		return nil, err
 	}

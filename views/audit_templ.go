@@ -348,6 +348,7 @@ var actionLabels = map[string]string{
 	"link.bulk_retry":  "Retried failed links",
 	"link.mark_failed": "Marked a link failed",
 	"link.recreate":    "Re-created a deleted object",
+	"schedule.run":     "Ran a scheduled task",
 	"event.replay":     "Replayed a webhook",
 	"record.upsert":    "Record sent by the API",
 }

@@ -54,7 +54,9 @@ var Nav = []NavEntry{
 	{Path: "/", Label: "Overview"},
 	{Path: "/links", Label: "Links"},
 	{Path: "/failed", Label: "Failed"},
+	{Path: "/events", Label: "Webhooks"},
 	{Path: "/services", Label: "Services"},
+	{Path: "/schedules", Label: "Schedules"},
 	{Path: "/audit", Label: "Audit log"},
 	{Path: "/users", Label: "Users", AdminOnly: true},
 }

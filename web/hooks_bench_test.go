@@ -42,7 +42,9 @@ import (
 //
 // BenchmarkWebhookDeliveries reports deliveries/s, the raw rate of the same
 // load measured just before it on a twin database (raw-tx/s), and their
-// ratio; BenchmarkWebhookRawTx reports the raw rate on its own (tx/s).
+// ratio; BenchmarkWebhookRawTx reports the raw rate on its own (tx/s). Both
+// measure a warm server: an untimed warm-up first opens the connections and
+// prepares the statements that a running syncdesk already has.
 
 // benchClients is how many providers' connections deliver at once in the
 // end-to-end benchmark. Stripe and most providers send with bounded
@@ -63,9 +65,10 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 
 		db := open(b)
 		seedPayments(b, db, load.events())
-		srv := benchServer(b, db)
+		url, client := benchServer(b, db)+"/hooks/"+benchService, benchClient(b)
+		dups := deliverAll(b, client, url, load.warm)
 		b.ResetTimer()
-		dups := deliverAll(b, srv.URL+"/hooks/"+benchService, load)
+		dups += deliverAll(b, client, url, load.timed)
 		b.StopTimer()
 
 		load.check(b, db)
@@ -86,8 +89,9 @@ func BenchmarkWebhookRawTx(b *testing.B) {
 		load := newBenchLoad(b.N)
 		db := open(b)
 		seedPayments(b, db, load.events())
+		rawTxs(b, db, load.warm)
 		b.ResetTimer()
-		rawTxs(b, db, load)
+		rawTxs(b, db, load.timed)
 		b.StopTimer()
 		load.check(b, db)
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tx/s")
@@ -106,32 +110,44 @@ func eachBenchDB(b *testing.B, fn func(b *testing.B, open func(testing.TB) *gorm
 	})
 }
 
-// benchLoad is n deliveries of n-n/2 distinct events: even deliveries bring a
-// new event, odd ones re-send an earlier event picked at random (fixed seed),
-// as a provider does after a timeout or a lost answer.
+// benchLoad is the deliveries of one run, each naming the event it carries:
+// an untimed warm-up of benchWarm deliveries, then the timed ones.
 type benchLoad struct {
-	order []int // the event each delivery carries
+	warm, timed []int
 }
 
+// benchWarm is enough deliveries for every connection to see both paths.
+const benchWarm = 8 * benchClients
+
+// newBenchLoad makes n timed deliveries of n-n/2 distinct events, after the
+// warm-up's own events.
 func newBenchLoad(n int) benchLoad {
 	rng := rand.New(rand.NewPCG(1, 2))
-	l := benchLoad{order: make([]int, n)}
-	for i := range n {
-		if i%2 == 0 {
-			l.order[i] = i / 2
-		} else {
-			l.order[i] = rng.IntN(i/2 + 1)
-		}
-	}
-	return l
+	warm := halfDuplicates(rng, benchWarm, 0)
+	return benchLoad{warm: warm, timed: halfDuplicates(rng, n, benchWarm-benchWarm/2)}
 }
 
-func (l benchLoad) events() int     { return len(l.order) - len(l.order)/2 }
-func (l benchLoad) duplicates() int { return len(l.order) / 2 }
+// halfDuplicates is n deliveries numbered from event first: even ones bring
+// a new event, odd ones re-send an earlier one of theirs picked at random
+// (fixed seed), as a provider does after a timeout or a lost answer.
+func halfDuplicates(rng *rand.Rand, n, first int) []int {
+	order := make([]int, n)
+	for i := range n {
+		if i%2 == 0 {
+			order[i] = first + i/2
+		} else {
+			order[i] = first + rng.IntN(i/2+1)
+		}
+	}
+	return order
+}
 
-// body is delivery i's event, shaped like a Stripe event.
-func (l benchLoad) body(i int) string {
-	e := l.order[i]
+func (l benchLoad) deliveries() int { return len(l.warm) + len(l.timed) }
+func (l benchLoad) duplicates() int { return len(l.warm)/2 + len(l.timed)/2 }
+func (l benchLoad) events() int     { return l.deliveries() - l.duplicates() }
+
+// benchEvent is event e, shaped like a Stripe event.
+func benchEvent(e int) string {
 	return fmt.Sprintf(`{"id":"evt_bench_%d","object":"event","api_version":"2024-06-20","created":1764417600,"livemode":false,`+
 		`"type":"payment.succeeded","data":{"object":{"id":"pay_%d","object":"payment_intent","amount":1000,"currency":"eur",`+
 		`"external_key":"site_order_%d","status":"succeeded"}},"request":{"id":null,"idempotency_key":null}}`, e, e, e)
@@ -155,7 +171,7 @@ func (l benchLoad) check(b *testing.B, db *gorm.DB) {
 	want := int64(l.events())
 	if got.Rows != want || got.Applied != want || got.Dups != int64(l.duplicates()) || paid != want {
 		b.Fatalf("after %d deliveries: %d processed rows, %d applied, %d duplicates counted, %d payments paid; want %d, %d, %d, %d",
-			len(l.order), got.Rows, got.Applied, got.Dups, paid, want, want, l.duplicates(), want)
+			l.deliveries(), got.Rows, got.Applied, got.Dups, paid, want, want, l.duplicates(), want)
 	}
 }
 
@@ -183,8 +199,8 @@ func seedPayments(b *testing.B, db *gorm.DB, n int) {
 }
 
 // benchServer serves the real handler with the Stripe service and its
-// payments effects, on the real clock.
-func benchServer(b *testing.B, db *gorm.DB) *httptest.Server {
+// payments effects, on the real clock, and returns its URL.
+func benchServer(b *testing.B, db *gorm.DB) string {
 	b.Helper()
 	log := slog.New(slog.DiscardHandler)
 	services := map[string]config.Service{benchService: {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{stripeSecret}, Effects: "payments"}}}
@@ -200,22 +216,26 @@ func benchServer(b *testing.B, db *gorm.DB) *httptest.Server {
 	}
 	srv := httptest.NewServer(s.Handler())
 	b.Cleanup(srv.Close)
-	return srv
+	return srv.URL
 }
 
-// deliverAll sends every delivery of the load from benchClients goroutines
-// sharing one keep-alive transport, signing each as Stripe does when it
-// sends, and returns how many answers said duplicate.
-func deliverAll(b *testing.B, url string, load benchLoad) int {
+// benchClient is the providers' side: up to benchClients keep-alive
+// connections, kept from the warm-up to the timed deliveries.
+func benchClient(b *testing.B) *http.Client {
 	tr := &http.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	b.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// deliverAll sends the deliveries from benchClients goroutines, signing each
+// as Stripe does when it sends, and returns how many answers said duplicate.
+func deliverAll(b *testing.B, client *http.Client, url string, order []int) int {
 	var next, dups atomic.Int64
 	var wg sync.WaitGroup
 	for range benchClients {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(load.order) && !b.Failed(); i = int(next.Add(1) - 1) {
-				dup, err := deliver(client, url, load.body(i))
+			for i := int(next.Add(1) - 1); i < len(order) && !b.Failed(); i = int(next.Add(1) - 1) {
+				dup, err := deliver(client, url, benchEvent(order[i]))
 				if err != nil {
 					b.Errorf("delivery %d: %v", i, err)
 					return
@@ -272,21 +292,22 @@ func runRaw(b *testing.B, open func(testing.TB) *gorm.DB, load benchLoad) float6
 	defer b.StartTimer()
 	db := open(b)
 	seedPayments(b, db, load.events())
+	rawTxs(b, db, load.warm)
 	start := time.Now()
-	rawTxs(b, db, load)
+	rawTxs(b, db, load.timed)
 	took := time.Since(start)
 	load.check(b, db)
-	return float64(len(load.order)) / took.Seconds()
+	return float64(len(load.timed)) / took.Seconds()
 }
 
 // rawTxs runs the inbox's transaction for every delivery, one after another.
-func rawTxs(b *testing.B, db *gorm.DB, load benchLoad) {
+func rawTxs(b *testing.B, db *gorm.DB, order []int) {
 	b.Helper()
 	paid := inbox.EffectSet("payments")["payment.succeeded"]
 	red := redact.New(nil)
 	ctx := context.Background()
-	for i := range load.order {
-		if err := rawTx(ctx, db, paid, red, []byte(load.body(i))); err != nil {
+	for i, e := range order {
+		if err := rawTx(ctx, db, paid, red, []byte(benchEvent(e))); err != nil {
 			b.Fatalf("delivery %d: %v", i, err)
 		}
 	}

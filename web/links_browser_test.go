@@ -61,8 +61,9 @@ func TestBrowserOperatorFindsAndFixesFailures(t *testing.T) {
 		chromedp.WaitVisible(testid("links-filters")),
 		chromedp.SetValue("#f-status", "failed"),
 		chromedp.Click(testid("links-apply")),
-		chromedp.WaitVisible(testid("links-table")),
 	))
+	// The reloaded page marks the chosen filter as selected.
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitReady(`#f-status option[value="failed"][selected]`), chromedp.WaitVisible(testid("links-table"))))
 	loc, _ := chromedp.Run(ctx, chromedp.Location())
 	require.Contains(t, loc, "status=failed", "the filter is in the URL")
 	table := textOf(t, ctx, testid("links-table"))

@@ -42,6 +42,9 @@ func (s *Server) routes() error {
 	pages.GET("/audit", s.listAudit)
 
 	operator := s.requireRole(models.RoleOperator)
+	// Role checks go on each route: a Group("") with middleware would also
+	// catch every unknown path and answer 403 instead of 404.
+	admin := s.requireRole(models.RoleAdmin)
 	pages.GET("/links", s.listLinks)
 	pages.GET("/links/:id", s.showLink)
 	pages.GET("/links/:id/status", s.linkStatus)
@@ -53,13 +56,15 @@ func (s *Server) routes() error {
 	pages.GET("/failed/group", s.showFailedGroup)
 	pages.POST("/failed/retry", s.askRetry, operator)
 	pages.POST("/failed/retry/confirm", s.retryConfirmed, operator)
+	pages.GET("/events", s.listEvents)
+	pages.GET("/events/:service/:id", s.showEvent)
+	pages.POST("/events/:service/:id/replay", s.replayEvent, operator)
+	pages.GET("/schedules", s.listSchedules)
+	pages.POST("/schedules/:name/run", s.runSchedule, admin)
 	pages.GET("/services", s.listServices)
 	pages.POST("/services/:name/pause", s.pauseService, operator)
 	pages.POST("/services/:name/resume", s.resumeService, operator)
 
-	// Role checks go on each route: a Group("") with middleware would also
-	// catch every unknown path and answer 403 instead of 404.
-	admin := s.requireRole(models.RoleAdmin)
 	pages.GET("/users", s.listUsers, admin)
 	pages.POST("/users", s.addUser, admin)
 	pages.POST("/users/disable", s.disableUser, admin)

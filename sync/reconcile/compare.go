@@ -9,25 +9,33 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 )
 
-// compareAll walks the records of the listed types in id batches, each with
+// compareAll walks the records of each listed type in batches, each with
 // its link and the objects listed under its key, and stores what differs.
 func (rn *run) compareAll(ctx context.Context) error {
-	types := map[string]objectType{}
 	for _, g := range rn.groups {
 		for _, t := range g.types {
-			types[t.name] = t
+			if err := rn.compareType(ctx, t); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+func (rn *run) compareType(ctx context.Context, t objectType) error {
 	batch := rn.r.opts.Batch
-	for after := int64(0); ; {
-		rows, err := models.CompareBatch(rn.r.db.WithContext(ctx), rn.row.ID, rn.svc.Name, rn.types, after, batch, rn.row.StartedAt)
+	for after := ""; ; {
+		b, err := models.LoadCompareBatch(rn.r.db.WithContext(ctx), rn.row.ID, rn.svc.Name, t.name, after, batch)
 		if err != nil {
 			return err
 		}
-		subjects := subjectsOf(rows)
+		subjects, err := rn.subjectsOf(ctx, b)
+		if err != nil {
+			return err
+		}
 		var found []models.Finding
 		for _, s := range subjects {
-			if v, ok := decide(s, types[s.localType], rn.svc.Name); ok {
+			if v, ok := decide(s, t, rn.svc.Name); ok {
 				found = append(found, rn.withPolicy(v))
 			}
 		}
@@ -38,10 +46,10 @@ func (rn *run) compareAll(ctx context.Context) error {
 		if err := rn.progress(ctx); err != nil {
 			return err
 		}
-		if len(subjects) < batch {
+		if len(b.Records) < batch {
 			return nil
 		}
-		after = rows[len(rows)-1].RecordID
+		after = b.Records[len(b.Records)-1].LocalID
 	}
 }
 
@@ -56,36 +64,36 @@ func (rn *run) withPolicy(v verdict) models.Finding {
 	return f
 }
 
-// subjectsOf folds a compare batch's rows, several per record when several
-// objects carry its key, into one subject per record.
-func subjectsOf(rows []models.CompareRow) []subject {
-	var out []subject
-	for i, r := range rows {
-		if i == 0 || r.RecordID != rows[i-1].RecordID {
-			out = append(out, subject{localType: r.LocalType, localID: r.LocalID, payload: r.Payload,
-				contentHash: r.ContentHash, link: linkOf(r), linkIDSeen: r.LinkIDSeen})
+// subjectsOf joins a batch's records with their links and listed objects.
+// A link with no object under its key is looked up by its external id too:
+// the object may have lost our key rather than gone.
+func (rn *run) subjectsOf(ctx context.Context, b *models.CompareBatch) ([]subject, error) {
+	seen := map[string][]remoteView{}
+	for _, s := range b.Seen {
+		seen[s.LocalID] = append(seen[s.LocalID], remoteView{id: s.ExternalID, key: s.ExternalKey, fields: s.Fields})
+	}
+	links := map[string]*linkView{}
+	var lookup []string
+	for _, l := range b.Links {
+		links[l.LocalID] = &linkView{id: l.ID, status: l.Status, externalID: l.ExternalID, key: l.ExternalKey,
+			lastError: l.LastError, deleted: l.RemoteDeletedAt != nil, moved: !l.UpdatedAt.Before(rn.row.StartedAt)}
+		if len(seen[l.LocalID]) == 0 && l.ExternalID != "" {
+			lookup = append(lookup, l.ExternalID)
 		}
-		if r.SeenID != nil {
-			s := &out[len(out)-1]
-			s.remotes = append(s.remotes, remoteView{id: *r.SeenID, key: deref(r.SeenKey), fields: deref(r.SeenFields)})
+	}
+	listed, err := models.SeenIDs(rn.r.db.WithContext(ctx), rn.row.ID, lookup)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]subject, len(b.Records))
+	for i, r := range b.Records {
+		out[i] = subject{localType: r.LocalType, localID: r.LocalID, payload: r.Payload, contentHash: r.ContentHash,
+			link: links[r.LocalID], remotes: seen[r.LocalID]}
+		if l := out[i].link; l != nil {
+			out[i].linkIDSeen = listed[l.externalID]
 		}
 	}
-	return out
-}
-
-func linkOf(r models.CompareRow) *linkView {
-	if r.LinkID == nil {
-		return nil
-	}
-	return &linkView{id: *r.LinkID, status: models.Status(deref(r.LinkStatus)), externalID: deref(r.LinkExternalID),
-		key: deref(r.LinkKey), lastError: deref(r.LinkLastError), deleted: r.LinkDeleted, moved: r.LinkMoved}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+	return out, nil
 }
 
 // remoteOnly reports the keys the provider has objects for and we have no

@@ -152,13 +152,10 @@ func remoteFields(item map[string]any, t objectType) string {
 
 // listAll pages through every list endpoint, storing our objects a page at a time.
 func (rn *run) listAll(ctx context.Context) error {
-	var tList, tIns time.Duration
 	for _, g := range rn.groups {
 		cursor := ""
 		for {
-			t0 := time.Now()
 			page, err := rn.listPage(ctx, g, cursor)
-			tList += time.Since(t0)
 			if err != nil {
 				return err
 			}
@@ -168,11 +165,9 @@ func (rn *run) listAll(ctx context.Context) error {
 					rows = append(rows, s)
 				}
 			}
-			t0 = time.Now()
 			if err := models.InsertSeen(rn.r.db.WithContext(ctx), rows); err != nil {
 				return err
 			}
-			tIns += time.Since(t0)
 			rn.listed += int64(len(page.Items))
 			rn.scanned += int64(len(page.Items))
 			rn.expected = max(rn.remoteEstimate, rn.listed) + rn.localTotal
@@ -186,7 +181,6 @@ func (rn *run) listAll(ctx context.Context) error {
 		}
 	}
 	rn.expected = rn.listed + rn.localTotal
-	println("LIST", tList.String(), "INSERT", tIns.String())
 	return rn.progress(ctx)
 }
 

@@ -157,12 +157,10 @@ func (rn *run) scan(ctx context.Context) error {
 	if err := rn.progress(ctx); err != nil {
 		return err
 	}
-	for i, step := range []func(context.Context) error{rn.listAll, rn.compareAll, rn.remoteOnly} {
-		t0 := time.Now()
+	for _, step := range []func(context.Context) error{rn.listAll, rn.compareAll, rn.remoteOnly} {
 		if err := step(ctx); err != nil {
 			return err
 		}
-		println("STEP", i, time.Since(t0).String())
 	}
 	if rn.o.DryRun {
 		return nil

@@ -1,0 +1,183 @@
+package seed
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/syncdesk/syncdesk/models"
+)
+
+// plan is how a link's story ends: its status and the failures at the end
+// of its attempt log.
+type plan struct {
+	st          models.Status
+	fails       int     // trailing failed attempts
+	last        failure // the last of them
+	repeat      bool    // every trailing failure is the last one (the outbox gave up)
+	okRetry     bool    // a success right after one temporary failure
+	needsLookup bool
+}
+
+func (g *gen) plan(st models.Status, k int) plan {
+	p := plan{st: st}
+	switch st {
+	case models.StatusRetry:
+		p.fails, p.last = min(k, 1+g.rng.IntN(3)), pick(g.rng, temporary)
+		if g.rng.IntN(10) < 3 {
+			p.last, p.needsLookup = ambiguous, true
+		}
+	case models.StatusFailed:
+		if g.rng.IntN(100) < 25 {
+			p.fails, p.last, p.repeat = min(k, 3+g.rng.IntN(3)), pick(g.rng, exhausted), true
+		} else {
+			p.fails, p.last = min(k, 1+g.rng.IntN(2)), pick(g.rng, permanent)
+		}
+	case models.StatusSuccess:
+		p.okRetry = k >= 2 && g.rng.IntN(100) < 8
+	case models.StatusNew, models.StatusProcessing:
+		p.needsLookup = g.rng.IntN(10) == 0
+	}
+	return p
+}
+
+// linkState is one link as its attempts are drawn.
+type linkState struct {
+	id                 int64
+	r                  rec
+	service            string
+	p                  profile
+	key, idemKey       string
+	known              bool // the provider has the object: a create succeeded
+	lastAt             time.Time
+	lastErr            string
+	lastCode           int
+}
+
+// link adds one link of a record to a service, with its attempts.
+func (g *gen) link(b *batch, r rec, service string) {
+	g.links++
+	st := pickStatus(g.rng)
+	k := g.attemptCount(st)
+	pl := g.plan(st, k)
+	l := &linkState{id: int64(g.links), r: r, service: service, p: profileOf(service),
+		key: "site_" + r.typ + "_" + r.localID, idemKey: r.typ + "-" + r.localID + "-create",
+		known: r.created.Before(g.o.Now.Add(-attemptSpan)), lastAt: r.created}
+	g.attemptsOf(b, l, pl, k)
+	g.finish(b, l, pl)
+}
+
+func (l *linkState) externalID() string {
+	if !l.known {
+		return ""
+	}
+	return l.p.prefix + l.r.localID
+}
+
+func (g *gen) facts(l *linkState) facts {
+	other := fmt.Sprintf("%s%d", l.p.prefix, 1+g.rng.Int64N(int64(g.o.Links)))
+	f := facts{remote: l.p.remote, externalID: l.p.prefix + l.r.localID, externalKey: l.key, localID: l.r.localID}
+	if l.known {
+		return f
+	}
+	f.externalID = other // a conflict names the object that holds the key
+	return f
+}
+
+// attemptsOf draws k attempts: successes, then the plan's failures.
+func (g *gen) attemptsOf(b *batch, l *linkState, pl plan, k int) {
+	number := 0
+	for j, at := range g.attemptTimes(l.r.created, k) {
+		var f *failure
+		switch {
+		case j == k-1 && pl.fails > 0, j >= k-pl.fails && pl.repeat:
+			f = &pl.last
+		case j >= k-pl.fails, pl.okRetry && j == k-2:
+			t := pick(g.rng, temporary)
+			f = &t
+		}
+		number++
+		g.attempt(b, l, f, number, at)
+		if f == nil {
+			l.known, number = true, 0
+		}
+	}
+	if k == 0 && pl.fails == 0 && pl.last.message != nil {
+		l.lastErr, l.lastCode = pl.last.message(g.facts(l)), pl.last.code
+	}
+}
+
+// attempt appends one call of the link to the log; f is nil for a success.
+func (g *gen) attempt(b *batch, l *linkState, f *failure, number int, at time.Time) {
+	g.attempts++
+	op, idem, create := l.p.remote+".update", "", !l.known
+	req := fmt.Sprintf("PUT %s/%s\nContent-Type: application/json\nUser-Agent: syncdesk/1.0\n\n%s", l.p.path, l.externalID(), withKey(l.r.body, l.key))
+	if create {
+		op, idem = l.p.remote+".create", l.idemKey
+		req = fmt.Sprintf("POST %s\nContent-Type: application/json\nIdempotency-Key: %s\nUser-Agent: syncdesk/1.0\n\n%s", l.p.path, idem, withKey(l.r.body, l.key))
+	}
+	reqID := fmt.Sprintf("req_%016x", g.rng.Uint64())
+	var code int
+	var dur int64
+	var outcome models.Outcome
+	var extID, errText, resp string
+	if f == nil {
+		code, dur, outcome, extID = 200, 60+g.rng.Int64N(600), models.OutcomeOK, l.p.prefix+l.r.localID
+		if create {
+			code = 201
+		}
+		resp = response(code, reqID, fmt.Sprintf(`{"id":"%s","external_key":"%s","status":"open","updated_at":"%s"}`,
+			extID, l.key, at.UTC().Format(time.RFC3339)))
+	} else {
+		code, outcome, errText = f.code, f.outcome, f.message(g.facts(l))
+		dur = 20 + g.rng.Int64N(300)
+		if f.code == 0 {
+			dur = 10000
+		}
+		if f.body != "" {
+			resp = response(code, reqID, f.body)
+		}
+	}
+	l.lastAt, l.lastErr, l.lastCode = at, errText, code
+	b.attempts = append(b.attempts, int64(g.attempts), l.id, number, op, idem, code, dur, string(outcome), extID, errText,
+		req, resp, workers[g.rng.IntN(len(workers))], at)
+	b.nAttempts++
+}
+
+// withKey adds our external key to a payload, as the connector does.
+func withKey(body, key string) string {
+	return `{"external_key":"` + key + `",` + body[1:]
+}
+
+// finish appends the link's row in the state its story left it.
+func (g *gen) finish(b *batch, l *linkState, pl plan) {
+	now := g.o.Now
+	updated, next := l.lastAt, l.lastAt
+	var lockedUntil any
+	owner, createPayload, pushed, group, lastErr := "", "", "", "", l.lastErr
+	switch pl.st {
+	case models.StatusRetry:
+		next = now.Add(30*time.Second + time.Duration(g.rng.Int64N(int64(15*time.Minute))))
+	case models.StatusFailed:
+		if pl.repeat {
+			lastErr = fmt.Sprintf("gave up after %d attempts; last: %s", pl.fails, l.lastErr)
+		}
+		group = models.ErrorGroup(l.service, l.lastCode, lastErr)
+	case models.StatusNew:
+		updated = later(updated, now.Add(-time.Duration(g.rng.Int64N(int64(10*time.Minute)))))
+		next = updated
+	case models.StatusProcessing:
+		updated = later(updated, now.Add(-time.Duration(g.rng.Int64N(int64(20*time.Second)))))
+		next, owner, lockedUntil = updated, workers[g.rng.IntN(len(workers))], updated.Add(time.Minute)
+	}
+	if !l.known && pl.st != models.StatusSuccess {
+		createPayload = withKey(l.r.body, l.key)
+	}
+	if l.known {
+		pushed = l.r.hash
+	}
+	needsLookup := pl.needsLookup && !l.known
+	b.links = append(b.links, l.id, l.r.typ, l.r.localID, l.service, l.key, l.externalID(), string(pl.st),
+		pl.fails, next, owner, lockedUntil, needsLookup, l.idemKey, createPayload,
+		lastErr, l.lastCode, pushed, group, l.r.created, updated)
+	b.nLinks++
+}
