@@ -135,8 +135,11 @@ func ResumeRun(db *gorm.DB, id int64, who, owner string, now time.Time) (*Reconc
 		return nil, fmt.Errorf("resume run %d: %w", id, res.Error)
 	}
 	run, err := RunByID(db, id)
-	if err != nil || res.RowsAffected == 1 {
-		return run, err
+	if err != nil {
+		return nil, err
+	}
+	if res.RowsAffected == 1 {
+		return run, nil
 	}
 	if run.Status != RunAwaiting {
 		return nil, Invalid(fmt.Sprintf("run %d is %s; only a run awaiting confirmation can be confirmed", id, run.Status))

@@ -41,6 +41,7 @@ func (a *api) do(method, path, body string) (int, map[string]any) {
 }
 
 func TestRecordsAPIUpsertIsIdempotent(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		a := b.api()
@@ -75,6 +76,7 @@ func TestRecordsAPIUpsertIsIdempotent(t *testing.T) {
 }
 
 func TestRecordsAPIRefusesBadInputInWords(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	a := b.api()
 	for _, tc := range []struct {
@@ -103,6 +105,7 @@ func TestRecordsAPIRefusesBadInputInWords(t *testing.T) {
 // 50 concurrent "Sync now" calls for one link: one is queued, 49 are told it
 // is already in progress, none fails, and the provider gets one send.
 func TestSyncNowThroughTheAPIIsDebounced(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		a := b.api()

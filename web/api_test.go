@@ -15,6 +15,7 @@ import (
 )
 
 func TestAPITokens(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		c := b.client()
@@ -42,6 +43,7 @@ func TestAPITokens(t *testing.T) {
 }
 
 func TestAPIListLinksPagesNewestFirst(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	now := b.clock.Now()
 	for i := 1; i <= 150; i++ {

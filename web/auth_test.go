@@ -17,6 +17,7 @@ import (
 )
 
 func TestSignInSignOutAndTheOldCookieIsDead(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		b.user("ana@example.com", models.RoleOperator)
@@ -57,6 +58,7 @@ func TestSignInSignOutAndTheOldCookieIsDead(t *testing.T) {
 }
 
 func TestSignInGivesAFreshSessionID(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	b.user("ana@example.com", models.RoleViewer)
 	c := b.client()
@@ -72,6 +74,7 @@ func TestSignInGivesAFreshSessionID(t *testing.T) {
 }
 
 func TestIdleAndAbsoluteTimeouts(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	c := b.signedIn("ana@example.com", models.RoleViewer)
 	b.clock.Advance(b.cfg.Session.IdleTimeout - time.Minute)
@@ -89,6 +92,7 @@ func TestIdleAndAbsoluteTimeouts(t *testing.T) {
 }
 
 func TestDisablingAUserEndsTheirSessions(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		admin := b.signedIn("root@example.com", models.RoleAdmin)
@@ -106,6 +110,7 @@ func TestDisablingAUserEndsTheirSessions(t *testing.T) {
 }
 
 func TestUnknownUserAndWrongPasswordLookAlike(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	b.user("ana@example.com", models.RoleViewer)
 	wrong := b.client().login("ana@example.com", "not-the-password")
@@ -122,6 +127,7 @@ func TestUnknownUserAndWrongPasswordLookAlike(t *testing.T) {
 }
 
 func TestThrottlingLocksTheAccountAcrossIPs(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		b.user("ana@example.com", models.RoleOperator)
@@ -151,6 +157,7 @@ func TestThrottlingLocksTheAccountAcrossIPs(t *testing.T) {
 }
 
 func TestThrottlingPerIP(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	b.user("ana@example.com", models.RoleOperator)
 	sprayer := b.client()
@@ -167,6 +174,7 @@ func TestThrottlingPerIP(t *testing.T) {
 }
 
 func TestLoginRedirectsBackToTheAskedPageButNeverOffSite(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "/audit?actor=x", safeNext("/audit?actor=x"))
 	for _, bad := range []string{"", "https://evil.example", "//evil.example", "/\\evil.example", "javascript:alert(1)", "/login"} {
 		require.Equal(t, "/", safeNext(bad), bad)
@@ -183,6 +191,7 @@ func TestLoginRedirectsBackToTheAskedPageButNeverOffSite(t *testing.T) {
 }
 
 func TestSessionCookieIsSecureOverTLS(t *testing.T) {
+	t.Parallel()
 	db := dbtest.SQLite(t)
 	b := setup(t, db)
 	b.user("ana@example.com", models.RoleViewer)

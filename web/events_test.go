@@ -107,6 +107,7 @@ func listed(t *testing.T, c *client, path string) ([]string, string) {
 // event once, newest first, ties in one stable order; filters narrow it and
 // stay in the "Older" links.
 func TestEventsListFiltersAndPages(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b, _ := pagesServer(t, db, nil)
 		c := b.signedIn("vera@example.com", models.RoleViewer)
@@ -182,6 +183,7 @@ func TestEventsListFiltersAndPages(t *testing.T) {
 // A real signed webhook with a secret in it: the detail page shows the
 // payload masked and pretty-printed, never the secret.
 func TestEventDetailShowsTheRedactedPayload(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b, _ := pagesServer(t, db, nil)
 		body := `{"id":"evt_secret","type":"customer.updated","data":{"object":{"id":"cus_1","password":"hunter2-very-secret"}}}`
@@ -204,6 +206,7 @@ func TestEventDetailShowsTheRedactedPayload(t *testing.T) {
 
 // An id with a slash and a space still has a working detail page.
 func TestEventIDsWithAnyCharacter(t *testing.T) {
+	t.Parallel()
 	b, _ := pagesServer(t, dbtest.SQLite(t), nil)
 	seedEvent(t, b.db, "stripe", "a/b c%", "x", models.EventIgnored, b.clock.Now())
 	c := b.signedIn("vera@example.com", models.RoleViewer)
@@ -215,6 +218,7 @@ func TestEventIDsWithAnyCharacter(t *testing.T) {
 }
 
 func TestReplayAsOperatorAndRefusedToAViewer(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b, rc := pagesServer(t, db, nil)
 		var runs atomic.Int32
@@ -256,6 +260,7 @@ func TestReplayAsOperatorAndRefusedToAViewer(t *testing.T) {
 
 // An effect that errors is rolled back; the operator reads why on the page.
 func TestReplayThatFailsSaysSo(t *testing.T) {
+	t.Parallel()
 	b, rc := pagesServer(t, dbtest.SQLite(t), nil)
 	rc.Handle("stripe", "payment.succeeded", func(context.Context, *gorm.DB, inbox.Event, time.Time) (string, error) {
 		return "", fmt.Errorf("database is locked")

@@ -47,9 +47,10 @@ import (
 // prepares the statements that a running syncdesk already has.
 
 // benchClients is how many providers' connections deliver at once in the
-// end-to-end benchmark. Stripe and most providers send with bounded
-// parallelism per endpoint; 16 keeps every database connection busy (SQLite
-// has 8, Postgres 32) without measuring only the wait in a queue.
+// end-to-end benchmark: providers send to one endpoint with bounded
+// parallelism, and 16 is enough to keep work queued for the database on
+// both dialects (Postgres commits them in groups) without measuring little
+// but the wait in that queue.
 const benchClients = 16
 
 // benchService is the Stripe-signed service the benchmarks deliver to.

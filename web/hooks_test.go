@@ -122,6 +122,7 @@ func countEvents(t *testing.T, db *gorm.DB) int64 {
 }
 
 func TestEverySchemeAcceptsTheRealThingAndRefusesTheRest(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		srv, _ := hookServer(t, db)
 		for scheme, sign := range signers {
@@ -161,6 +162,7 @@ func TestEverySchemeAcceptsTheRealThingAndRefusesTheRest(t *testing.T) {
 }
 
 func TestWebhookSecretRotation(t *testing.T) {
+	t.Parallel()
 	db := dbtest.SQLite(t)
 	srv, _ := hookServer(t, db)
 	body := `{"id":"evt_rot","type":"x"}`
@@ -179,6 +181,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 // 200 concurrent deliveries of one event: one processed row, one effect,
 // 200 answers 2xx, no 5xx, a duplicate count of 199 — ten runs in a row.
 func TestConcurrentDeliveriesOfOneEvent(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		srv, rc := hookServer(t, db)
 		var mu sync.Mutex

@@ -48,6 +48,7 @@ func rowIDs(body string) []string {
 }
 
 func TestLinksListFiltersSearchAndPages(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		b.seedLinks(120)
@@ -87,6 +88,7 @@ func TestLinksListFiltersSearchAndPages(t *testing.T) {
 }
 
 func TestSyncNowFromThePageIsDebouncedAndTheStatusUpdatesItself(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		_, err := b.eng.Upsert(context.Background(), "order", "7", []byte(`{"title":"Order 7"}`))
@@ -119,6 +121,7 @@ func TestSyncNowFromThePageIsDebouncedAndTheStatusUpdatesItself(t *testing.T) {
 }
 
 func TestLinkDetailExplainsAnUnknownOutcome(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	now := b.clock.Now()
 	l := models.Link{LocalType: "order", LocalID: "5", ExternalService: "crm", ExternalKey: "site_order_5", Status: models.StatusRetry,
@@ -147,6 +150,7 @@ func TestLinkDetailExplainsAnUnknownOutcome(t *testing.T) {
 }
 
 func TestMarkFailedAndRecreate(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		b.seedLinks(3)
@@ -175,6 +179,7 @@ func TestMarkFailedAndRecreate(t *testing.T) {
 }
 
 func TestBulkRetryShowsTheCountAndRetriesExactlyThose(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		b.seedLinks(60) // 20 failed: 10 with a 422, 10 with a 404

@@ -26,6 +26,7 @@ func isPublic(path string) bool {
 // to /login, the API answers 401. A new route outside publicPrefixes that
 // answers anything else fails this test.
 func TestEveryRouteNeedsASessionOrAToken(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	s, err := New(Deps{DB: b.db, Config: b.cfg, Clock: b.clock})
 	require.NoError(t, err)
@@ -62,6 +63,7 @@ func TestEveryRouteNeedsASessionOrAToken(t *testing.T) {
 }
 
 func TestOpenRoutesAnswerWithoutASession(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	c := b.client()
 	for path, want := range map[string]int{"/login": 200, "/healthz": 200, "/readyz": 200,
@@ -72,6 +74,7 @@ func TestOpenRoutesAnswerWithoutASession(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	c := b.signedIn("ana@example.com", models.RoleViewer)
 	for _, path := range []string{"/login", "/", "/audit"} {
@@ -87,6 +90,7 @@ func TestSecurityHeaders(t *testing.T) {
 }
 
 func TestPostWithoutCSRFTokenIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		admin := b.signedIn("root@example.com", models.RoleAdmin)
@@ -122,6 +126,7 @@ func TestPostWithoutCSRFTokenIsRefusedAndChangesNothing(t *testing.T) {
 }
 
 func TestRolesAreEnforcedAndDenialsAudited(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db)
 		viewer := b.signedIn("vic@example.com", models.RoleViewer)
@@ -151,6 +156,7 @@ func TestRolesAreEnforcedAndDenialsAudited(t *testing.T) {
 }
 
 func TestErrorsArePagesForPeopleAndJSONForTheAPI(t *testing.T) {
+	t.Parallel()
 	b := setupSQLite(t)
 	c := b.signedIn("ana@example.com", models.RoleViewer)
 	r := c.get("/no-such-page")

@@ -36,6 +36,7 @@ func testScheduler(t *testing.T) (*schedule.Scheduler, *atomic.Int32) {
 }
 
 func TestSchedulesListAndRunNow(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		sched, runs := testScheduler(t)
 		b, _ := pagesServer(t, db, sched)
@@ -88,6 +89,7 @@ func TestSchedulesListAndRunNow(t *testing.T) {
 }
 
 func TestSchedulesWithoutAScheduler(t *testing.T) {
+	t.Parallel()
 	b, _ := pagesServer(t, dbtest.SQLite(t), nil)
 	admin := b.signedIn("root@example.com", models.RoleAdmin)
 	r := admin.get("/schedules")

@@ -207,3 +207,31 @@ func TestUnknownAndUnlistableServicesCannotRun(t *testing.T) {
 	require.Empty(t, r.Reconcilable())
 	require.Equal(t, []string{"crm"}, e.rec.Reconcilable())
 }
+
+// sweptDuring lists through the real connector after marking the run
+// interrupted, as another instance's sweep would a run it took for dead.
+type sweptDuring struct {
+	Lister
+	db *gorm.DB
+}
+
+func (s sweptDuring) List(ctx context.Context, localType, cursor string) (connector.Page, connector.Call) {
+	s.db.Model(&models.ReconciliationRun{}).Where("status = ?", models.RunRunning).
+		Updates(map[string]any{"status": models.RunInterrupted, "error": "swept"})
+	return s.Lister.List(ctx, localType, cursor)
+}
+
+// A run that a sweep marked interrupted stops at its next write and leaves
+// the sweep's word standing.
+func TestSweptRunStopsAndKeepsTheSweepsWord(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crm.Insert(map[string]any{"external_key": key(1), "title": "x"})
+		rec := e.reconciler(sweptDuring{Lister: e.conn, db: db}, Options{})
+		run, err := rec.Run(context.Background(), "crm", RunOptions{})
+		require.ErrorIs(t, err, models.ErrRunLost)
+		require.Equal(t, models.RunInterrupted, run.Status)
+		require.Equal(t, "swept", run.Error)
+	})
+}

@@ -10,10 +10,11 @@
 //     the scratch table reconcile_seen, a page at a time. The provider's
 //     order is not ours, so rather than sort both sides in memory, the
 //     database holds the remote side and answers lookups by key with an index.
-//  2. Compare: walk the records of the listed types in id batches, each
-//     joined with its link and the objects listed under its key, and decide
-//     per record (decide, a pure function). Then walk the listed keys that
-//     name no record at all. Discrepancies are written per batch.
+//  2. Compare: walk the records of each listed type in batches along
+//     (local_type, local_id), reading their links and listed objects by the
+//     same range of ids, and decide per record (decide, a pure function).
+//     Then walk the listed keys that name no record at all. Discrepancies
+//     are written per batch.
 //  3. Fix: apply the open discrepancies in batches, safest kind first, up to
 //     the service's safety valve; beyond it the run waits for an operator's
 //     Confirm.

@@ -108,10 +108,11 @@ func (rn *run) end(ctx context.Context, err error) (*models.ReconciliationRun, e
 		status = models.RunAwaiting
 	}
 	switch {
+	case err == nil: // finished, even if a stop came just after
 	case ctx.Err() != nil:
 		err = context.Cause(ctx)
 		status, reason = models.RunInterrupted, stopReason(err)
-	case err != nil:
+	default:
 		status, reason = models.RunFailed, err.Error()
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

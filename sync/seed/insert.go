@@ -32,23 +32,15 @@ func newInserter(dialect string) *inserter {
 	return &inserter{dialect: dialect, sql: map[string]string{}}
 }
 
-// write inserts one batch in one transaction.
-func (in *inserter) write(ctx context.Context, db *gorm.DB, b *batch) error {
-	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if in.dialect == models.Postgres {
-			// Seed data can be re-made: no need to wait for each commit's WAL flush.
-			if err := tx.Exec("SET LOCAL synchronous_commit = off").Error; err != nil {
-				return err
-			}
-		}
-		if err := in.insert(ctx, tx, "records", recordCols, b.records); err != nil {
-			return err
-		}
-		if err := in.insert(ctx, tx, "external_map", linkCols, b.links); err != nil {
-			return err
-		}
-		return in.insert(ctx, tx, "attempts", attemptCols, b.attempts)
-	})
+// write inserts one batch inside the load's transaction.
+func (in *inserter) write(ctx context.Context, tx *gorm.DB, b *batch) error {
+	if err := in.insert(ctx, tx, "records", recordCols, b.records); err != nil {
+		return err
+	}
+	if err := in.insert(ctx, tx, "external_map", linkCols, b.links); err != nil {
+		return err
+	}
+	return in.insert(ctx, tx, "attempts", attemptCols, b.attempts)
 }
 
 // insert writes values (len(cols) per row) into table, as few statements as

@@ -34,8 +34,6 @@ func (g *gen) plan(st models.Status, k int) plan {
 		}
 	case models.StatusSuccess:
 		p.okRetry = k >= 2 && g.rng.IntN(100) < 8
-	case models.StatusNew, models.StatusProcessing:
-		p.needsLookup = g.rng.IntN(10) == 0
 	}
 	return p
 }
@@ -62,6 +60,11 @@ func (g *gen) link(b *batch, r rec, service string) {
 	l := &linkState{id: int64(g.links), r: r, service: service, p: profileOf(service),
 		key: "site_" + r.typ + "_" + r.localID, idemKey: r.typ + "-" + r.localID + "-create",
 		known: r.created.Before(g.o.Now.Add(-attemptSpan)), lastAt: r.created}
+	if pl.needsLookup {
+		// A create whose answer was lost: the provider may or may not have
+		// the object, so the link has no external id and only failed creates.
+		k, l.known = pl.fails, false
+	}
 	g.attemptsOf(b, l, pl, k)
 	g.finish(b, l, pl)
 }
@@ -175,9 +178,8 @@ func (g *gen) finish(b *batch, l *linkState, pl plan) {
 	if l.known {
 		pushed = l.r.hash
 	}
-	needsLookup := pl.needsLookup && !l.known
 	b.links = append(b.links, l.id, l.r.typ, l.r.localID, l.service, l.key, l.externalID(), string(pl.st),
-		pl.fails, next, owner, lockedUntil, needsLookup, l.idemKey, createPayload,
+		pl.fails, next, owner, lockedUntil, pl.needsLookup, l.idemKey, createPayload,
 		lastErr, l.lastCode, pushed, group, l.r.created, updated)
 	b.nLinks++
 }

@@ -67,8 +67,8 @@ func TestFillCountsAndShape(t *testing.T) {
 			"a retry is scheduled in the future")
 		require.Zero(t, count(t, db, &models.Attempt{}, "created_at < ? OR created_at > ?", now.Add(-48*time.Hour), now),
 			"attempts lie in the last 48 hours")
-		require.Positive(t, count(t, db, &models.Link{}, "external_service = ? AND external_id LIKE ?", "crm", "deal\\_%"))
-		require.Positive(t, count(t, db, &models.Link{}, "external_key LIKE ?", "site\\_order\\_%"))
+		require.Positive(t, count(t, db, &models.Link{}, "external_service = ? AND external_id LIKE ? ESCAPE '\\'", "crm", "deal\\_%"))
+		require.Positive(t, count(t, db, &models.Link{}, "external_key LIKE ? ESCAPE '\\'", "site\\_order\\_%"))
 		checkFailures(t, db)
 		checkOutcomes(t, db)
 		checkAggregates(t, db)
