@@ -30,6 +30,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/schedule"
@@ -196,6 +197,7 @@ func (c *cli) serve() error {
 	go func() { // at a stop, sends finish or hand back their leases while HTTP drains
 		<-ctx.Done()
 		_ = a.sched.Stop()
+		a.rec.Close() // a run in the background ends as interrupted, not stuck as running
 		close(stopped)
 	}()
 	err = a.web.Serve(ctx, func(addr string) {
@@ -215,6 +217,7 @@ func (c *cli) serve() error {
 // app is the wired product: the engine, the inbox, the schedules, the web.
 type app struct {
 	engine *outbox.Engine
+	rec    *reconcile.Reconciler
 	sched  *schedule.Scheduler
 	web    *web.Server
 }
@@ -222,14 +225,16 @@ type app struct {
 func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger, r *redact.Redactor) (*app, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	eng := outbox.New(db, connectors(cfg, r), clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg})
+	sendTo, listFrom := connectors(cfg, r)
+	eng := outbox.New(db, sendTo, clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg})
+	rec := reconcile.New(db, listFrom, clk, log, reconcile.Options{})
 	pauser := services.NewPauser(db, cfg.ServiceNames(), clk, log)
 	eng.SetPaused(pauser.Paused)
 	rc, err := inbox.New(db, cfg.Services, clk, log, r)
 	if err != nil {
 		return nil, err
 	}
-	sched, err := schedule.New(tasks(db, cfg, clk, eng, rc), locker(db), log)
+	sched, err := schedule.New(tasks(db, cfg, clk, eng, rc, rec), locker(db), log)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +243,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	return &app{engine: eng, sched: sched, web: srv}, nil
+	return &app{engine: eng, rec: rec, sched: sched, web: srv}, nil
 }
 
 // startDemo serves the sandbox providers and points the configuration at them.
@@ -272,14 +277,21 @@ func (c *cli) printStart(cfg config.Config, db *gorm.DB, addr string, log *slog.
 	log.Info("serving", "addr", addr, "db", models.Dialect(db), "demo", cfg.Demo, "services", len(cfg.Services))
 }
 
-// connectors builds the HTTP connector of every configured service.
-func connectors(cfg config.Config, r *redact.Redactor) []outbox.Service {
-	var out []outbox.Service
+// connectors builds one HTTP connector per configured service, shared by
+// the outbox (which sends) and reconciliation (which lists).
+func connectors(cfg config.Config, r *redact.Redactor) ([]outbox.Service, []reconcile.Service) {
+	var send []outbox.Service
+	var list []reconcile.Service
 	for _, name := range cfg.ServiceNames() {
 		svc := cfg.Services[name]
-		out = append(out, outbox.Service{Name: name, Config: svc, Conn: connector.NewHTTP(name, svc, r, nil)})
+		if len(svc.Objects) == 0 {
+			continue // webhooks only
+		}
+		conn := connector.NewHTTP(name, svc, r, nil)
+		send = append(send, outbox.Service{Name: name, Config: svc, Conn: conn})
+		list = append(list, reconcile.Service{Name: name, Config: svc, Conn: conn})
 	}
-	return out
+	return send, list
 }
 
 // seedDemo fills an empty database with the demo's records.
@@ -297,7 +309,7 @@ func seedDemo(db *gorm.DB, eng *outbox.Engine) error {
 }
 
 // tasks is the table of background tasks: name, period, one call each.
-func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine, rc *inbox.Receiver) []schedule.Task {
+func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine, rc *inbox.Receiver, rec *reconcile.Reconciler) []schedule.Task {
 	return []schedule.Task{
 		{Name: "send", Every: time.Second, Run: eng.Drain, EveryInstance: true},
 		{Name: "rescue-expired-leases", Every: 15 * time.Second, Run: func(ctx context.Context) error {
@@ -312,6 +324,7 @@ func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine, 
 			now := clk.Now()
 			return errors.Join(models.RefreshLinkCounts(db.WithContext(ctx), now), models.RefreshAttemptHours(db.WithContext(ctx), now))
 		}},
+		{Name: "reconcile", Every: time.Minute, Run: rec.RunDue},
 		{Name: "prune-events", Every: time.Hour, Run: func(ctx context.Context) error {
 			_, err := rc.Prune(ctx, cfg.EventRetention)
 			return err
