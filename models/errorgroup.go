@@ -13,13 +13,14 @@ var (
 	groupHex    = regexp.MustCompile(`\b[0-9a-fA-F]{8,}(-[0-9a-fA-F]{4,})*\b`)
 	groupNums   = regexp.MustCompile(`\d+(\.\d+)?`)
 	groupSpaces = regexp.MustCompile(`\s+`)
+	groupStatus = regexp.MustCompile(`^HTTP \d{3}: `) // already in the group's code column
 )
 
 // ErrorGroup is a failure's fingerprint: the service, the HTTP code and the
 // message with ids, quoted values and numbers stripped, so that a thousand
 // "deal 123 not found" are one group a person can act on once.
 func ErrorGroup(service string, httpCode int, message string) string {
-	m := groupQuoted.ReplaceAllString(message, `"…"`)
+	m := groupQuoted.ReplaceAllString(groupStatus.ReplaceAllString(message, ""), `"…"`)
 	m = groupIDs.ReplaceAllString(m, "ID")
 	m = groupHex.ReplaceAllString(m, "ID")
 	m = groupNums.ReplaceAllString(m, "N")

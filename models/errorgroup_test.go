@@ -12,7 +12,7 @@ func TestErrorGroupStripsWhatDiffers(t *testing.T) {
 		`HTTP 404: no deal deal_98765`,
 	}
 	require.Equal(t, ErrorGroup("crm", 404, same[0]), ErrorGroup("crm", 404, same[1]))
-	require.Equal(t, "crm · HTTP 404 · HTTP N: no deal ID", ErrorGroup("crm", 404, same[0]))
+	require.Equal(t, "crm · HTTP 404 · no deal ID", ErrorGroup("crm", 404, same[0]))
 	require.Equal(t, ErrorGroup("payments", 422, `HTTP 422: amount 0 must be positive for "site_order_1"`),
 		ErrorGroup("payments", 422, `HTTP 422: amount 5 must be positive for "site_order_77"`))
 	require.NotEqual(t, ErrorGroup("crm", 422, "title is required"), ErrorGroup("payments", 422, "title is required"))

@@ -187,7 +187,7 @@ func TestBulkRetryShowsTheCountAndRetriesExactlyThose(t *testing.T) {
 		r := c.get("/failed")
 		require.Equal(t, http.StatusOK, r.status)
 		require.Contains(t, r.body, "20 failed links in 2 groups")
-		require.Contains(t, r.body, "crm · HTTP 404 · HTTP N: no deal ID")
+		require.Contains(t, r.body, "crm · HTTP 404 · no deal ID")
 
 		group := models.ErrorGroup("crm", 404, "HTTP 404: no deal deal_6")
 		r = c.post("/failed", "/failed/retry", url.Values{"group": {group}})

@@ -1,0 +1,81 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/clock"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/redact"
+	"github.com/syncdesk/syncdesk/sync/sandbox"
+	"github.com/syncdesk/syncdesk/sync/services"
+	"github.com/syncdesk/syncdesk/views"
+	"github.com/syncdesk/syncdesk/web/browsertest"
+)
+
+// The demo as `go run .` shows it — both sandboxes with faults on, the
+// seeded records, webhooks coming back — and every main page opened in a
+// real browser. With SYNCDESK_SCREENSHOTS set, this makes the README's pictures.
+func TestBrowserTheDemoPages(t *testing.T) {
+	db := dbtest.SQLite(t)
+	demo, svcs, err := sandbox.StartDemo()
+	require.NoError(t, err)
+	defer demo.Close(context.Background())
+	cfg := config.Default()
+	cfg.Services = svcs
+	clk := clock.Real{}
+	log := slog.New(slog.DiscardHandler)
+	r := redact.New(nil)
+	var outs []outbox.Service
+	for _, name := range cfg.ServiceNames() {
+		outs = append(outs, outbox.Service{Name: name, Config: svcs[name], Conn: connector.NewHTTP(name, svcs[name], r, nil)})
+	}
+	eng := outbox.New(db, outs, clk, log, outbox.Options{})
+	rc, err := inbox.New(db, svcs, clk, log, r)
+	require.NoError(t, err)
+	s, err := New(Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: "demo", Redactor: r, Outbox: eng, Inbox: rc,
+		Pauser: services.NewPauser(db, cfg.ServiceNames(), clk, log)})
+	require.NoError(t, err)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	require.NoError(t, demo.StartWebhooks(srv.URL))
+
+	for _, rec := range sandbox.DemoRecords() {
+		_, err := eng.Upsert(context.Background(), rec.Type, rec.ID, []byte(rec.Payload))
+		require.NoError(t, err)
+	}
+	ctx, stop := context.WithTimeout(context.Background(), 12*time.Second)
+	_ = eng.Run(ctx, time.Second) // a few rounds of sends, retries and webhooks
+	stop()
+	require.NoError(t, models.RefreshLinkCounts(db, clk.Now()))
+	require.NoError(t, models.RefreshAttemptHours(db, clk.Now()))
+	var failed models.Link
+	require.NoError(t, db.Where("status = ?", models.StatusFailed).Order("id").First(&failed).Error, "the demo shows failures")
+
+	_, err = models.CreateUser(db, "ana@example.com", models.RoleOperator, testPassword, clk.Now())
+	require.NoError(t, err)
+	bctx := browsertest.New(t)
+	signInBrowser(t, bctx, srv.URL, "ana@example.com")
+	for _, page := range []struct{ name, path, want string }{
+		{"overview", "/", `[data-testid="status-table"]`},
+		{"links", "/links", `[data-testid="links-table"]`},
+		{"failed", "/failed", `[data-testid="failed-groups"]`},
+		{"link", views.LinkURL(failed.ID), `[data-testid="attempts"]`},
+		{"events", "/events", "main table"},
+		{"services", "/services", "main"},
+	} {
+		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(srv.URL+page.path), chromedp.WaitVisible(page.want)), page.path)
+		browsertest.Screenshot(bctx, t, "demo-"+page.name)
+	}
+}
