@@ -239,7 +239,8 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 		return nil, err
 	}
 	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(),
-		Redactor: r, Outbox: eng, Inbox: rc, Metrics: reg, Pauser: pauser, Scheduler: sched})
+		Redactor: r, Outbox: eng, Inbox: rc, Metrics: reg, Pauser: pauser, Scheduler: sched,
+		Reconciler: rec})
 	if err != nil {
 		return nil, err
 	}

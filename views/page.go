@@ -56,6 +56,7 @@ var Nav = []NavEntry{
 	{Path: "/failed", Label: "Failed"},
 	{Path: "/events", Label: "Webhooks"},
 	{Path: "/services", Label: "Services"},
+	{Path: "/reconcile", Label: "Reconciliation"},
 	{Path: "/schedules", Label: "Schedules"},
 	{Path: "/audit", Label: "Audit log"},
 	{Path: "/users", Label: "Users", AdminOnly: true},

@@ -64,6 +64,13 @@ func (s *Server) routes() error {
 	pages.GET("/services", s.listServices)
 	pages.POST("/services/:name/pause", s.pauseService, operator)
 	pages.POST("/services/:name/resume", s.resumeService, operator)
+	pages.GET("/reconcile", s.listRuns)
+	pages.POST("/reconcile/start", s.startRun, operator)
+	pages.GET("/reconcile/:id", s.showRun)
+	pages.GET("/reconcile/:id/progress", s.runProgressFragment)
+	pages.GET("/reconcile/:id/discrepancies.csv", s.exportDiscrepancies)
+	pages.POST("/reconcile/:id/confirm", s.confirmRun, operator)
+	pages.POST("/reconcile/:id/cancel", s.cancelRun, operator)
 
 	pages.GET("/users", s.listUsers, admin)
 	pages.POST("/users", s.addUser, admin)

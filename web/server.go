@@ -19,6 +19,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/schedule"
 	"github.com/syncdesk/syncdesk/sync/services"
@@ -43,6 +44,8 @@ type Deps struct {
 	Pauser *services.Pauser
 	// Scheduler runs the background tasks the schedules page shows.
 	Scheduler *schedule.Scheduler
+	// Reconciler runs reconciliations from the reconciliation pages; nil hides the start form.
+	Reconciler *reconcile.Reconciler
 }
 
 // Server is the HTTP face of syncdesk.
@@ -58,6 +61,7 @@ type Server struct {
 	metrics prometheus.Gatherer
 	pauser  *services.Pauser
 	sched   *schedule.Scheduler
+	rec     *reconcile.Reconciler
 	echo    *echo.Echo
 }
 
@@ -72,7 +76,7 @@ func New(d Deps) (*Server, error) {
 	if d.Redactor == nil {
 		d.Redactor = redact.New(nil)
 	}
-	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, redact: d.Redactor, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, pauser: d.Pauser, sched: d.Scheduler, echo: echo.New()}
+	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, redact: d.Redactor, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, pauser: d.Pauser, sched: d.Scheduler, rec: d.Reconciler, echo: echo.New()}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError

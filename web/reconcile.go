@@ -1,0 +1,349 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/reconcile"
+	"github.com/syncdesk/syncdesk/views"
+)
+
+const (
+	runsPageSize          = 50
+	discrepanciesPageSize = 100
+)
+
+// errConflict is a 409 with the words to show.
+func errConflict(msg string) error { return &statusError{http.StatusConflict, msg} }
+
+func (s *Server) listRuns(c echo.Context) error {
+	f := models.RunFilter{Service: c.QueryParam("service"), Limit: runsPageSize}
+	var err error
+	if f.BeforeID, err = cursorParam(c, "before"); err != nil {
+		return err
+	}
+	runs, err := models.ListRuns(s.db, f)
+	if err != nil {
+		return err
+	}
+	v := views.Runs{Filter: f.Service, All: s.cfg.ServiceNames(), Services: s.reconcilable()}
+	for _, r := range runs {
+		d, err := models.RunDetailByID(s.db, r.ID)
+		if err != nil {
+			return err
+		}
+		v.Rows = append(v.Rows, s.runRow(d))
+	}
+	if len(runs) == runsPageSize {
+		qs := c.QueryParams()
+		qs.Set("before", strconv.FormatInt(runs[len(runs)-1].ID, 10))
+		v.NextURL = "/reconcile?" + qs.Encode()
+	}
+	return s.render(c, views.ReconcilePage(s.page(c, "Reconciliation", "/reconcile"), v))
+}
+
+func (s *Server) reconcilable() []string {
+	if s.rec == nil {
+		return nil
+	}
+	return s.rec.Reconcilable()
+}
+
+// cursorParam reads a positive keyset cursor; absent is 0.
+func cursorParam(c echo.Context, name string) (int64, error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return 0, nil
+	}
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errBadRequest("The page cursor is not valid; go back to the first page.")
+	}
+	return id, nil
+}
+
+func (s *Server) runRow(d *models.RunDetail) views.RunRow {
+	r := d.Run
+	row := views.RunRow{ID: r.ID, Service: r.Service, Status: r.Status, DryRun: r.DryRun, TriggeredBy: r.TriggeredBy,
+		StartedAt: r.StartedAt, Expected: r.Expected, Scanned: r.Scanned, Fixed: d.All.Fixed, Open: d.All.Open,
+		Reported: d.All.Reported, Error: r.Error}
+	end := s.clock.Now()
+	if r.FinishedAt != nil {
+		end = *r.FinishedAt
+	}
+	row.Duration = end.Sub(r.StartedAt)
+	for _, k := range d.Kinds {
+		if k.Total > 0 {
+			row.Kinds = append(row.Kinds, kindCount(k))
+		}
+	}
+	return row
+}
+
+func kindCount(k models.KindCount) views.KindCount {
+	return views.KindCount{Kind: k.Kind, Open: k.Open, Fixed: k.Fixed, Reported: k.Reported, Total: k.Total}
+}
+
+// startRun starts a run in the background and shows its page; a run of the
+// service already going answers 409 with a link to it.
+func (s *Server) startRun(c echo.Context) error {
+	service := c.FormValue("service")
+	dry := c.FormValue("dry_run") != ""
+	if s.rec == nil {
+		return errBadRequest("Reconciliation is not available on this instance.")
+	}
+	who := currentUser(c).Email
+	id, err := s.rec.Start(c.Request().Context(), service, reconcile.RunOptions{DryRun: dry, TriggeredBy: who})
+	target := "service " + service
+	if errors.Is(err, models.ErrRunActive) {
+		s.audit(c, "reconcile.start", target, models.OutcomeDenied, "a run is already going")
+		v := views.RunBusy{Service: service}
+		if last, err := models.LatestRun(s.db, service); err == nil && last.Status == models.RunRunning {
+			v.RunID = last.ID
+		}
+		return s.renderStatus(c, http.StatusConflict, views.RunBusyPage(s.page(c, "Already running", "/reconcile"), v))
+	}
+	if err != nil {
+		return err
+	}
+	detail := fmt.Sprintf("run %d", id)
+	if dry {
+		detail += ", dry run"
+	}
+	s.audit(c, "reconcile.start", target, models.OutcomeSuccess, detail)
+	return c.Redirect(http.StatusSeeOther, views.RunURL(id))
+}
+
+func runID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errBadRequest("A reconciliation run is named by a positive number.")
+	}
+	return id, nil
+}
+
+// discrepancyFilter reads the kind and status filters of a run's discrepancies.
+func discrepancyFilter(c echo.Context, id int64) (models.DiscrepancyFilter, error) {
+	f := models.DiscrepancyFilter{RunID: id, Kind: c.QueryParam("kind"), Status: c.QueryParam("status")}
+	if f.Kind != "" && !oneOf(f.Kind, models.DiscrepancyKinds...) {
+		return f, errBadRequest("There is no kind of discrepancy called " + strconv.Quote(f.Kind) + ".")
+	}
+	if f.Status != "" && !oneOf(f.Status, models.DiscrepancyOpen, models.DiscrepancyFixed, models.DiscrepancyReported) {
+		return f, errBadRequest("There is no discrepancy status called " + strconv.Quote(f.Status) + ".")
+	}
+	return f, nil
+}
+
+func oneOf(s string, options ...string) bool {
+	for _, o := range options {
+		if s == o {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) showRun(c echo.Context) error {
+	id, err := runID(c)
+	if err != nil {
+		return err
+	}
+	f, err := discrepancyFilter(c, id)
+	if err != nil {
+		return err
+	}
+	if f.AfterID, err = cursorParam(c, "after"); err != nil {
+		return err
+	}
+	d, err := models.RunDetailByID(s.db, id)
+	if err != nil {
+		return err
+	}
+	f.Limit = discrepanciesPageSize
+	found, err := models.ListDiscrepancies(s.db, f)
+	if err != nil {
+		return err
+	}
+	v := views.RunView{Run: s.runRow(d), ConfirmedBy: d.ConfirmedBy, All: kindCount(d.All), Progress: runProgress(d.Run),
+		Filter: views.DiscrepancyFilter{Kind: f.Kind, Status: f.Status}, CSVURL: csvURL(id, f)}
+	if d.ConfirmedAt != nil {
+		v.ConfirmedAt = *d.ConfirmedAt
+	}
+	if d.Run.FinishedAt != nil {
+		v.FinishedAt = *d.Run.FinishedAt
+	}
+	for _, k := range d.Kinds {
+		v.Kinds = append(v.Kinds, kindCount(k))
+	}
+	for _, x := range found {
+		v.Rows = append(v.Rows, s.discrepancyRow(x))
+	}
+	if len(found) == discrepanciesPageSize {
+		qs := c.QueryParams()
+		qs.Set("after", strconv.FormatInt(found[len(found)-1].ID, 10))
+		v.NextURL = views.RunURL(id) + "?" + qs.Encode()
+	}
+	title := fmt.Sprintf("Reconciliation of %s, run %d", d.Run.Service, id)
+	return s.render(c, views.RunPage(s.page(c, title, "/reconcile"), v))
+}
+
+func csvURL(id int64, f models.DiscrepancyFilter) string {
+	u := views.RunURL(id) + "/discrepancies.csv"
+	q := make([]string, 0, 2)
+	if f.Kind != "" {
+		q = append(q, "kind="+f.Kind)
+	}
+	if f.Status != "" {
+		q = append(q, "status="+f.Status)
+	}
+	for i, p := range q {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + p
+	}
+	return u
+}
+
+func runProgress(r models.ReconciliationRun) views.RunProgress {
+	return views.RunProgress{ID: r.ID, Running: r.Status == models.RunRunning, Expected: r.Expected, Scanned: r.Scanned}
+}
+
+// discrepancyRow links the record only when it exists: a key found in the
+// service may name a record we do not have.
+func (s *Server) discrepancyRow(x models.Discrepancy) views.DiscrepancyRow {
+	row := views.DiscrepancyRow{ID: x.ID, Kind: x.Kind, Status: x.Status, LocalType: x.LocalType, LocalID: x.LocalID,
+		ExternalKey: x.ExternalKey, ExternalIDs: views.SplitIDs(x.ExternalIDs), Detail: x.Detail}
+	if x.LinkID != nil {
+		row.LinkID = *x.LinkID
+	}
+	if x.LocalType != "" && x.LocalID != "" {
+		row.HasRecord = true
+		if x.Kind == models.KindUnlinkedRemote || x.Kind == models.KindDuplicateRemote {
+			_, err := models.RecordByKey(s.db, x.LocalType, x.LocalID)
+			row.HasRecord = err == nil
+		}
+	}
+	return row
+}
+
+// runProgressFragment is the progress bar alone, which polls itself while
+// the run goes. When the run has ended it asks htmx to reload the page,
+// which then shows the report.
+func (s *Server) runProgressFragment(c echo.Context) error {
+	id, err := runID(c)
+	if err != nil {
+		return err
+	}
+	r, err := models.RunByID(s.db, id)
+	if err != nil {
+		return err
+	}
+	p := runProgress(*r)
+	if !p.Running {
+		c.Response().Header().Set("HX-Refresh", "true")
+	}
+	return s.render(c, views.RunProgressBar(p))
+}
+
+// confirmRun applies the fixes beyond a run's safety valve. It runs them
+// before answering: the page that follows shows them applied.
+func (s *Server) confirmRun(c echo.Context) error {
+	id, err := runID(c)
+	if err != nil {
+		return err
+	}
+	if s.rec == nil {
+		return errBadRequest("Reconciliation is not available on this instance.")
+	}
+	// A closed tab must not interrupt the fixes half-way.
+	ctx := context.WithoutCancel(c.Request().Context())
+	_, err = s.rec.Confirm(ctx, id, currentUser(c).Email)
+	target := fmt.Sprintf("run %d", id)
+	var inv *models.InvalidError
+	switch {
+	case errors.Is(err, models.ErrRunActive):
+		s.audit(c, "reconcile.confirm", target, models.OutcomeDenied, "another run of the service is going")
+		return errConflict("Another run of this service is going; confirm when it has ended.")
+	case errors.As(err, &inv):
+		s.audit(c, "reconcile.confirm", target, models.OutcomeDenied, inv.Reason)
+		return err
+	case errors.Is(err, models.ErrNotFound):
+		return err
+	case err != nil:
+		s.audit(c, "reconcile.confirm", target, models.OutcomeFailure, err.Error())
+		return err
+	}
+	s.audit(c, "reconcile.confirm", target, models.OutcomeSuccess, "")
+	return c.Redirect(http.StatusSeeOther, views.RunURL(id))
+}
+
+// cancelRun stops a run going on this instance; it ends interrupted.
+func (s *Server) cancelRun(c echo.Context) error {
+	id, err := runID(c)
+	if err != nil {
+		return err
+	}
+	r, err := models.RunByID(s.db, id)
+	if err != nil {
+		return err
+	}
+	target := fmt.Sprintf("run %d", id)
+	if r.Status != models.RunRunning {
+		return errBadRequest(fmt.Sprintf("Run %d is not running (it is %s); there is nothing to cancel.", id, views.RunLabel(r.Status)))
+	}
+	if s.rec == nil || !s.rec.Cancel(id) {
+		s.audit(c, "reconcile.cancel", target, models.OutcomeDenied, "running on another instance: "+r.Owner)
+		return errConflict(fmt.Sprintf("Run %d is going on another instance (%s); cancel it there, or wait for it to end.", id, r.Owner))
+	}
+	s.audit(c, "reconcile.cancel", target, models.OutcomeSuccess, "")
+	return c.Redirect(http.StatusSeeOther, views.RunURL(id))
+}
+
+// exportDiscrepancies streams a run's discrepancies, with the page's
+// filters, as a CSV download.
+func (s *Server) exportDiscrepancies(c echo.Context) error {
+	id, err := runID(c)
+	if err != nil {
+		return err
+	}
+	f, err := discrepancyFilter(c, id)
+	if err != nil {
+		return err
+	}
+	r, err := models.RunByID(s.db, id)
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("reconcile-%s-run-%d.csv", safeFileName(r.Service), id)
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	c.Response().WriteHeader(http.StatusOK)
+	if err := models.ExportDiscrepanciesCSV(c.Request().Context(), s.db, f, c.Response()); err != nil {
+		// The header is gone; all that is left is to log it.
+		s.log.Error("export discrepancies", "run", id, "err", err)
+	}
+	return nil
+}
+
+// safeFileName keeps letters, digits, - and _ of a service name.
+func safeFileName(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			out = append(out, r)
+		default:
+			out = append(out, '_')
+		}
+	}
+	return string(out)
+}

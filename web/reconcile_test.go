@@ -1,0 +1,345 @@
+package web
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/reconcile"
+	"github.com/syncdesk/syncdesk/sync/redact"
+)
+
+// reconcileServer serves syncdesk like setup does, with the CRM's orders
+// listable and a reconciler over it; maxFixes sets the safety valve.
+func reconcileServer(t *testing.T, db *gorm.DB, maxFixes int) (*bundle, *reconcile.Reconciler) {
+	t.Helper()
+	b := setup(t, db)
+	svc := b.cfg.Services["crm"]
+	svc.Objects = maps.Clone(svc.Objects)
+	o := svc.Objects["order"]
+	o.List = "GET /deals?cursor={cursor}"
+	svc.Objects["order"] = o
+	svc.Reconcile.MaxFixes = maxFixes
+	b.cfg.Services = map[string]config.Service{"crm": svc}
+	log := slog.New(slog.DiscardHandler)
+	rec := reconcile.New(db, []reconcile.Service{{Name: "crm", Config: svc, Conn: connector.NewHTTP("crm", svc, redact.New(nil), nil)}},
+		b.clock, log, reconcile.Options{WorkerID: "test"})
+	t.Cleanup(rec.Close)
+	s, err := New(Deps{DB: db, Config: b.cfg, Clock: b.clock, Version: "test", Log: log, Outbox: b.eng, Reconciler: rec})
+	require.NoError(t, err)
+	require.NoError(t, addReconcileRoutes(s))
+	b.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(b.srv.Close)
+	return b, rec
+}
+
+// addReconcileRoutes registers this feature's routes as routes.go does,
+// unless routes.go already has them.
+func addReconcileRoutes(s *Server) error {
+	csrf, err := s.csrfMiddleware()
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, r := range s.echo.Routes() {
+		have[r.Method+" "+r.Path] = true
+	}
+	add := func(method, path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+		if !have[method+" "+path] {
+			s.echo.Add(method, path, h, append([]echo.MiddlewareFunc{s.requireUser, csrf, noStore}, mw...)...)
+		}
+	}
+	operator := s.requireRole(models.RoleOperator)
+	add(http.MethodGet, "/reconcile", s.listRuns)
+	add(http.MethodPost, "/reconcile/start", s.startRun, operator)
+	add(http.MethodGet, "/reconcile/:id", s.showRun)
+	add(http.MethodGet, "/reconcile/:id/progress", s.runProgressFragment)
+	add(http.MethodGet, "/reconcile/:id/discrepancies.csv", s.exportDiscrepancies)
+	add(http.MethodPost, "/reconcile/:id/confirm", s.confirmRun, operator)
+	add(http.MethodPost, "/reconcile/:id/cancel", s.cancelRun, operator)
+	return nil
+}
+
+// seedOrders sends orders from..to to the CRM through the outbox.
+func (b *bundle) seedOrders(from, to int) {
+	b.t.Helper()
+	for n := from; n <= to; n++ {
+		_, err := b.eng.Upsert(context.Background(), "order", fmt.Sprint(n), []byte(fmt.Sprintf(`{"title":"Order %d"}`, n)))
+		require.NoError(b.t, err)
+	}
+	require.NoError(b.t, b.eng.Drain(context.Background()))
+}
+
+// orphanRecord stores an order with no link: never synced.
+func (b *bundle) orphanRecord(n int) {
+	b.t.Helper()
+	canonical, hash, err := models.CanonicalPayload([]byte(fmt.Sprintf(`{"title":"Order %d"}`, n)))
+	require.NoError(b.t, err)
+	_, err = models.UpsertRecord(b.db, "order", fmt.Sprint(n), canonical, hash, b.clock.Now())
+	require.NoError(b.t, err)
+}
+
+// deleteRemote deletes order n's deal in the CRM: missing_remote.
+func (b *bundle) deleteRemote(n int) {
+	b.t.Helper()
+	for _, o := range b.crm.Objects() {
+		if o["external_key"] == fmt.Sprintf("site_order_%d", n) {
+			require.True(b.t, b.crm.Delete(o["id"].(string)))
+			return
+		}
+	}
+	b.t.Fatalf("no deal for order %d", n)
+}
+
+// waitRunEnd waits until run id is no longer running and returns it.
+func (b *bundle) waitRunEnd(id int64) *models.ReconciliationRun {
+	b.t.Helper()
+	var r *models.ReconciliationRun
+	require.Eventually(b.t, func() bool {
+		var err error
+		r, err = models.RunByID(b.db, id)
+		return err == nil && r.Status != models.RunRunning
+	}, 20*time.Second, 20*time.Millisecond, "run %d never ended", id)
+	return r
+}
+
+func runIDFrom(t *testing.T, location string) int64 {
+	t.Helper()
+	var id int64
+	_, err := fmt.Sscanf(location, "/reconcile/%d", &id)
+	require.NoError(t, err, "redirect to %q", location)
+	return id
+}
+
+// An operator starts a run (audited) and sees it in the list; the run
+// page shows what it found.
+func TestReconcileStartAndList(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := reconcileServer(t, db, 0)
+		b.seedOrders(1, 4)
+		b.deleteRemote(2)
+		b.orphanRecord(9)
+		b.clock.Advance(time.Second) // a run leaves alone what changed in its very second
+		op := b.signedIn("ops@example.com", models.RoleOperator)
+
+		r := op.get("/reconcile")
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, `data-testid="runs-empty"`)
+		require.Contains(t, r.body, `data-testid="start-run"`)
+
+		r = op.post("/reconcile", "/reconcile/start", url.Values{"service": {"crm"}, "dry_run": {"1"}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		id := runIDFrom(t, r.header.Get("Location"))
+		run := b.waitRunEnd(id)
+		require.Equal(t, models.RunCompleted, run.Status, run.Error)
+		require.True(t, run.DryRun)
+		require.EqualValues(t, 1, b.auditCount("reconcile.start", models.OutcomeSuccess))
+
+		r = op.get("/reconcile")
+		require.Contains(t, r.body, fmt.Sprintf(`data-testid="run-row-%d"`, id))
+		require.Contains(t, r.body, "Completed")
+		require.Contains(t, r.body, "missing_remote")
+		require.Contains(t, r.body, "never_synced")
+		require.Contains(t, op.get("/reconcile?service=other").body, "No runs of other yet")
+
+		r = op.get(fmt.Sprintf("/reconcile/%d", id))
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, "We have a synced link but the service has no object")
+		require.Contains(t, r.body, "Dry run")
+		require.Contains(t, r.body, `href="/records/order/9"`)
+		require.NotContains(t, r.body, `hx-trigger="every 1s"`, "an ended run does not poll")
+
+		p := op.get(fmt.Sprintf("/reconcile/%d/progress", id))
+		require.Equal(t, "true", p.header.Get("HX-Refresh"), "an ended run's fragment reloads the page")
+		require.Contains(t, p.body, "See the report")
+	})
+}
+
+// A viewer sees no start, confirm or cancel buttons, and a forged POST is
+// refused with 403 and audited.
+func TestReconcileViewerCannotAct(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, rec := reconcileServer(t, db, 1)
+		b.orphanRecord(1)
+		b.orphanRecord(2)
+		run, err := rec.Run(context.Background(), "crm", reconcile.RunOptions{TriggeredBy: "test"})
+		require.NoError(t, err)
+		require.Equal(t, models.RunAwaiting, run.Status)
+
+		v := b.signedIn("vic@example.com", models.RoleViewer)
+		r := v.get("/reconcile")
+		require.Equal(t, http.StatusOK, r.status)
+		require.NotContains(t, r.body, `data-testid="start-run"`)
+		r = v.get(fmt.Sprintf("/reconcile/%d", run.ID))
+		require.Contains(t, r.body, "safety valve")
+		require.NotContains(t, r.body, `data-testid="run-confirm"`)
+		require.NotContains(t, r.body, `data-testid="run-cancel"`)
+
+		for _, path := range []string{"/reconcile/start", fmt.Sprintf("/reconcile/%d/confirm", run.ID), fmt.Sprintf("/reconcile/%d/cancel", run.ID)} {
+			r = v.post("/reconcile", path, url.Values{"service": {"crm"}})
+			require.Equal(t, http.StatusForbidden, r.status, path)
+		}
+		require.EqualValues(t, 3, b.auditCount("access.denied", models.OutcomeDenied))
+		again, err := models.RunByID(db, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, models.RunAwaiting, again.Status, "nothing was confirmed")
+	})
+}
+
+var discNext = regexp.MustCompile(`href="([^"]+)" class="btn" data-testid="disc-next"`)
+
+// seedRun stores a finished run with n discrepancies: even ones missing_remote
+// and fixed, odd ones duplicate_remote and reported.
+func seedRun(t *testing.T, db *gorm.DB, now time.Time, n int) int64 {
+	t.Helper()
+	fin := now.Add(3 * time.Second)
+	run := models.ReconciliationRun{Service: "crm", TriggeredBy: "test", StartedAt: now, HeartbeatAt: &now}
+	require.NoError(t, models.StartRun(db, &run))
+	require.NoError(t, db.Model(&run).Updates(map[string]any{"status": models.RunCompleted, "finished_at": fin,
+		"scanned": n, "expected": n}).Error)
+	for i := range n {
+		d := models.Discrepancy{RunID: run.ID, Kind: models.KindMissingRemote, Status: models.DiscrepancyFixed,
+			LocalType: "order", LocalID: fmt.Sprint(i), ExternalKey: fmt.Sprintf("site_order_%d", i), Detail: "gone", CreatedAt: now}
+		if i%2 == 1 {
+			d.Kind, d.Status, d.ExternalIDs = models.KindDuplicateRemote, models.DiscrepancyReported, fmt.Sprintf("deal_%da,deal_%db", i, i)
+		}
+		require.NoError(t, db.Create(&d).Error)
+	}
+	return run.ID
+}
+
+// The run page filters discrepancies by kind and status, pages through
+// them, and the CSV carries the same filters.
+func TestReconcileRunPageFiltersPagesAndExports(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := reconcileServer(t, db, 0)
+		id := seedRun(t, db, b.clock.Now(), 230)
+		v := b.signedIn("vic@example.com", models.RoleViewer)
+		page := fmt.Sprintf("/reconcile/%d", id)
+
+		r := v.get(page)
+		require.Equal(t, http.StatusOK, r.status)
+		require.Equal(t, discrepanciesPageSize, strings.Count(r.body, `data-testid="disc-row-`))
+		require.Contains(t, r.body, `data-testid="kind-missing_remote"`)
+		require.Contains(t, r.body, "deal_1a")
+		require.Contains(t, r.body, "deal_1b", "every remote id of a duplicate shows")
+		require.Contains(t, r.body, "3 s", "the duration")
+
+		r = v.get(page + "?kind=duplicate_remote&status=reported")
+		require.Equal(t, discrepanciesPageSize, strings.Count(r.body, `data-kind="duplicate_remote"`))
+		require.NotContains(t, r.body, `data-kind="missing_remote"`)
+		next := discNext.FindStringSubmatch(r.body)
+		require.NotNil(t, next, "a next page link")
+		r = v.get(strings.ReplaceAll(next[1], "&amp;", "&"))
+		require.Equal(t, 15, strings.Count(r.body, `data-kind="duplicate_remote"`), "115 in all, 100 on the first page")
+		require.NotContains(t, r.body, `data-testid="disc-next"`)
+
+		require.Contains(t, v.get(page+"?kind=never_synced").body, "No discrepancies match these filters")
+		require.Equal(t, http.StatusBadRequest, v.get(page+"?kind=bogus").status)
+		require.Equal(t, http.StatusNotFound, v.get("/reconcile/999999").status)
+
+		r = v.get(page + "/discrepancies.csv?kind=duplicate_remote")
+		require.Equal(t, http.StatusOK, r.status)
+		require.True(t, strings.HasPrefix(r.header.Get("Content-Type"), "text/csv"))
+		require.Equal(t, fmt.Sprintf(`attachment; filename="reconcile-crm-run-%d.csv"`, id), r.header.Get("Content-Disposition"))
+		rows, err := csv.NewReader(strings.NewReader(r.body)).ReadAll()
+		require.NoError(t, err)
+		require.Equal(t, models.DiscrepancyCSVHeader, rows[0])
+		require.Len(t, rows, 116)
+		require.Equal(t, "duplicate_remote", rows[1][2])
+		require.Equal(t, "deal_1a,deal_1b", rows[1][7])
+		all, err := csv.NewReader(strings.NewReader(v.get(page + "/discrepancies.csv").body)).ReadAll()
+		require.NoError(t, err)
+		require.Len(t, all, 231)
+	})
+}
+
+// A run stopped at the safety valve shows Confirm; confirming applies the
+// rest of the fixes, and is audited.
+func TestReconcileConfirmAppliesFixes(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, rec := reconcileServer(t, db, 2)
+		for n := 1; n <= 5; n++ {
+			b.orphanRecord(n)
+		}
+		run, err := rec.Run(context.Background(), "crm", reconcile.RunOptions{TriggeredBy: "scheduler"})
+		require.NoError(t, err)
+		require.Equal(t, models.RunAwaiting, run.Status)
+		op := b.signedIn("ops@example.com", models.RoleOperator)
+		page := fmt.Sprintf("/reconcile/%d", run.ID)
+		r := op.get(page)
+		require.Contains(t, r.body, `data-testid="run-confirm"`)
+		require.Contains(t, r.body, "Awaiting confirmation")
+		require.Contains(t, r.body, "Confirm fixes (3 more)")
+
+		r = op.post(page, page+"/confirm", nil)
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.EqualValues(t, 1, b.auditCount("reconcile.confirm", models.OutcomeSuccess))
+		d, err := models.RunDetailByID(db, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, models.RunCompleted, d.Run.Status)
+		require.Equal(t, models.KindCount{Fixed: 5, Total: 5}, d.All)
+		r = op.get(page)
+		require.Contains(t, r.body, "by ops@example.com")
+		require.NotContains(t, r.body, `data-testid="run-confirm"`)
+
+		r = op.post(page, page+"/confirm", nil)
+		require.Equal(t, http.StatusBadRequest, r.status, "a completed run cannot be confirmed again")
+		require.EqualValues(t, 1, b.auditCount("reconcile.confirm", models.OutcomeDenied))
+	})
+}
+
+// A start while a run of the service is going answers 409 in words, with
+// a link to the running run; its progress fragment polls itself.
+func TestReconcileConflictWhileRunning(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := reconcileServer(t, db, 0)
+		now := b.clock.Now()
+		running := models.ReconciliationRun{Service: "crm", TriggeredBy: "elsewhere", Owner: "other-host", StartedAt: now, HeartbeatAt: &now}
+		require.NoError(t, models.StartRun(db, &running))
+		require.NoError(t, models.RunProgress(db, running.ID, 200, 50, now))
+		op := b.signedIn("ops@example.com", models.RoleOperator)
+
+		r := op.post("/reconcile", "/reconcile/start", url.Values{"service": {"crm"}})
+		require.Equal(t, http.StatusConflict, r.status)
+		require.Contains(t, r.body, "already running")
+		require.Contains(t, r.body, fmt.Sprintf(`href="/reconcile/%d"`, running.ID))
+		require.EqualValues(t, 1, b.auditCount("reconcile.start", models.OutcomeDenied))
+
+		page := fmt.Sprintf("/reconcile/%d", running.ID)
+		r = op.get(page)
+		require.Contains(t, r.body, `hx-trigger="every 1s"`)
+		require.Contains(t, r.body, `<progress id="run-progress-bar" max="200" value="50"`)
+		require.Contains(t, r.body, "Scanned 50 of about 200")
+		require.Contains(t, r.body, `data-testid="run-cancel"`)
+		p := op.get(page + "/progress")
+		require.Empty(t, p.header.Get("HX-Refresh"))
+		require.Contains(t, p.body, `hx-trigger="every 1s"`)
+
+		r = op.post(page, page+"/cancel", nil)
+		require.Equal(t, http.StatusConflict, r.status, "the run is going on another instance")
+		require.Contains(t, r.body, "another instance")
+	})
+}
