@@ -40,15 +40,15 @@ func (g *gen) plan(st models.Status, k int) plan {
 
 // linkState is one link as its attempts are drawn.
 type linkState struct {
-	id                 int64
-	r                  rec
-	service            string
-	p                  profile
-	key, idemKey       string
-	known              bool // the provider has the object: a create succeeded
-	lastAt             time.Time
-	lastErr            string
-	lastCode           int
+	id           int64
+	r            rec
+	service      string
+	p            profile
+	key, idemKey string
+	known        bool // the provider has the object: a create succeeded
+	lastAt       time.Time
+	lastErr      string
+	lastCode     int
 }
 
 // link adds one link of a record to a service, with its attempts.
