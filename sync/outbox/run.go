@@ -165,8 +165,18 @@ func (p *pipe) claimLoop(ctx context.Context, untilIdle bool) error {
 }
 
 // claim takes up to limit due links and queues them for the senders.
-func (p *pipe) claim(ctx context.Context, limit int) (int, error) {
+//
+// The database work does not stop with ctx: a claim cancelled between its
+// commit and the queueing would leave links under a lease nobody works on
+// until it expires. Once claimed, a link is always queued; at a stop the
+// senders hand it straight back.
+func (p *pipe) claim(stop context.Context, limit int) (int, error) {
 	e := p.e
+	if stop.Err() != nil {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(stop), 30*time.Second)
+	defer cancel()
 	done := p.turn()
 	links, err := models.ClaimDue(e.db.WithContext(ctx), e.leaseToken(), e.clock.Now(), e.opts.Lease, limit, e.paused())
 	done()
@@ -174,10 +184,14 @@ func (p *pipe) claim(ctx context.Context, limit int) (int, error) {
 		return 0, err
 	}
 	records, err := loadRecords(e.db.WithContext(ctx), links)
-	if err != nil {
+	p.claimed(len(links))
+	if err != nil { // give the claim back at once rather than strand it under the lease
+		for _, l := range links {
+			p.results <- handBack(job{link: l}, e.clock.Now())
+			p.sent()
+		}
 		return 0, err
 	}
-	p.claimed(len(links))
 	for _, l := range links {
 		r := records[[2]string{l.LocalType, l.LocalID}]
 		p.jobs <- job{link: l, payload: r.Payload, hash: r.ContentHash}
