@@ -41,7 +41,7 @@ type Service struct {
 
 // Reconcile shapes the reconciliation of one service.
 type Reconcile struct {
-	// Every is how often the scheduler reconciles the service (default 1h).
+	// Every is how often the scheduler reconciles the service (default 24h: daily).
 	Every time.Duration `yaml:"every"`
 	// Manual turns the schedule off: runs start only on demand.
 	Manual bool `yaml:"manual"`
@@ -160,7 +160,7 @@ func (s *Service) applyDefaults() {
 		s.Retry.Max = 15 * time.Minute
 	}
 	if s.Reconcile.Every == 0 {
-		s.Reconcile.Every = time.Hour
+		s.Reconcile.Every = 24 * time.Hour
 	}
 	if s.Reconcile.MaxFixes == 0 {
 		s.Reconcile.MaxFixes = 100
