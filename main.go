@@ -273,6 +273,8 @@ func (c *cli) printStart(cfg config.Config, db *gorm.DB, addr string, log *slog.
 	if cfg.Demo {
 		fmt.Fprintf(c.stdout, "Demo mode: sandbox CRM at %s and payment provider at %s, with faults on; records are seeded.\n",
 			cfg.Services["crm"].BaseURL, cfg.Services["payments"].BaseURL)
+		fmt.Fprintf(c.stdout, "Give reconciliation something to find: curl -X POST %s/_sandbox/drift -d '{\"delete\":3,\"alter\":2,\"unlinked\":1,\"duplicate\":1}'\n",
+			cfg.Services["crm"].BaseURL)
 	}
 	fmt.Fprintln(c.stdout, "Press Ctrl-C to stop.")
 	log.Info("serving", "addr", addr, "db", models.Dialect(db), "demo", cfg.Demo, "services", len(cfg.Services))

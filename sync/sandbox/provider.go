@@ -73,6 +73,10 @@ func newProvider(s spec, opts Options) *Provider {
 // ServeHTTP routes /{collection} and /{collection}/{id}. Mount it under a
 // prefix with http.StripPrefix.
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == driftPath {
+		p.serveDrift(w, r)
+		return
+	}
 	p.countRequest(r.Method)
 	id, ok := p.route(r.URL.Path)
 	switch {
