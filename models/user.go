@@ -155,3 +155,41 @@ func notFound(err error, what string) error {
 	}
 	return err
 }
+
+// SetRole changes a user's role.
+func SetRole(db *gorm.DB, email string, role Role, now time.Time) (*User, error) {
+	if !role.Valid() {
+		return nil, Invalid(fmt.Sprintf("role %q is not one of viewer, operator, admin", role))
+	}
+	u, err := UserByEmail(db, email)
+	if err != nil {
+		return nil, err
+	}
+	u.Role, u.UpdatedAt = role, now
+	return u, db.Model(u).Select("role", "updated_at").Updates(u).Error
+}
+
+// ResetPassword gives a user a new password and ends every session they
+// hold, in one transaction: whoever had the old one is signed out.
+func ResetPassword(db *gorm.DB, email, password string, now time.Time) (*User, error) {
+	if len(password) < 12 {
+		return nil, Invalid("the password must have at least 12 characters")
+	}
+	hash, err := HashPassword(password)
+	if err != nil {
+		return nil, err
+	}
+	var u *User
+	err = db.Transaction(func(tx *gorm.DB) error {
+		var err error
+		if u, err = UserByEmail(tx, email); err != nil {
+			return err
+		}
+		u.PasswordHash, u.UpdatedAt = hash, now
+		if err := tx.Model(u).Select("password_hash", "updated_at").Updates(u).Error; err != nil {
+			return err
+		}
+		return tx.Where("user_id = ?", u.ID).Delete(&Session{}).Error
+	})
+	return u, err
+}

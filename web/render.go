@@ -55,6 +55,7 @@ var flashes = map[string]string{
 	"service-already-paused": "That service was already paused; its first pause stands.",
 	"service-resumed":        "Sending is resumed. Waiting links go out within a few seconds.",
 	"service-not-paused":     "That service was not paused; nothing changed.",
+	"role-changed":           "The role is changed; it applies from their next page.",
 	"user-disabled":          "The user is disabled and signed out everywhere.",
 	"token-revoked":          "The token is revoked; calls that use it now get 401.",
 	"link-failed":            "The link is marked failed; it will not be retried until someone asks.",

@@ -75,6 +75,8 @@ func (s *Server) routes() error {
 	pages.GET("/users", s.listUsers, admin)
 	pages.POST("/users", s.addUser, admin)
 	pages.POST("/users/disable", s.disableUser, admin)
+	pages.POST("/users/role", s.changeRole, admin)
+	pages.POST("/users/reset", s.resetPassword, admin)
 	pages.POST("/tokens", s.createToken, admin)
 	pages.POST("/tokens/revoke", s.revokeToken, admin)
 

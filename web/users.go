@@ -100,3 +100,31 @@ func (s *Server) revokeToken(c echo.Context) error {
 	s.audit(c, "token.revoke", name, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, "/users?done=token-revoked")
 }
+
+func (s *Server) changeRole(c echo.Context) error {
+	email := c.FormValue("email")
+	if email == currentUser(c).Email {
+		return errBadRequest("You cannot change your own role; ask another admin.")
+	}
+	role, err := models.ParseRole(c.FormValue("role"))
+	if err != nil {
+		return err
+	}
+	u, err := models.SetRole(s.db, email, role, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	s.audit(c, "user.role", u.Email, models.OutcomeSuccess, "role "+string(role))
+	return c.Redirect(http.StatusSeeOther, "/users?done=role-changed")
+}
+
+func (s *Server) resetPassword(c echo.Context) error {
+	password := models.NewSecret(15)
+	u, err := models.ResetPassword(s.db, c.FormValue("email"), password, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	s.audit(c, "user.reset_password", u.Email, models.OutcomeSuccess, "")
+	return s.renderUsers(c, http.StatusOK, views.Users{Secret: password,
+		SecretLabel: "New password for " + u.Email + " (their sessions are ended):"})
+}
