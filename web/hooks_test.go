@@ -22,6 +22,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/redact"
@@ -88,7 +89,9 @@ func hookServices() map[string]config.Service {
 // (signatures carry real timestamps).
 func hookServer(t *testing.T, db *gorm.DB) (*httptest.Server, *inbox.Receiver) {
 	b := setup(t, db)
-	rc, err := inbox.New(db, hookServices(), realClock{}, slog.New(slog.DiscardHandler), redact.New(nil))
+	// The receiver's clock stands still at hookNow and deliveries are signed
+	// relative to it, so "301 s off" stays 301 s however slow the machine is.
+	rc, err := inbox.New(db, hookServices(), clock.NewFake(hookNow), slog.New(slog.DiscardHandler), redact.New(nil))
 	require.NoError(t, err)
 	s, err := New(Deps{DB: db, Config: b.cfg, Clock: b.clock, Log: slog.New(slog.DiscardHandler), Outbox: b.eng, Inbox: rc})
 	require.NoError(t, err)
@@ -96,6 +99,9 @@ func hookServer(t *testing.T, db *gorm.DB) (*httptest.Server, *inbox.Receiver) {
 	t.Cleanup(srv.Close)
 	return srv, rc
 }
+
+// hookNow is the time the webhook tests' receiver lives at.
+var hookNow = time.Now().UTC()
 
 type realClock struct{}
 
@@ -129,7 +135,7 @@ func TestEverySchemeAcceptsTheRealThingAndRefusesTheRest(t *testing.T) {
 			t.Run(scheme, func(t *testing.T) {
 				url := srv.URL + "/hooks/" + scheme
 				body := fmt.Sprintf(`{"id":"evt_%s_1","type":"thing.happened","data":{"n":1}}`, scheme)
-				now := time.Now()
+				now := hookNow
 				before := countEvents(t, db)
 
 				refuse := func(what string, b string, h http.Header) {
@@ -166,7 +172,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 	db := dbtest.SQLite(t)
 	srv, _ := hookServer(t, db)
 	body := `{"id":"evt_rot","type":"x"}`
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	ts := strconv.FormatInt(hookNow.Unix(), 10)
 	for i, secret := range []string{stripeSecret, stripeSecret2} {
 		b := strings.Replace(body, "evt_rot", fmt.Sprintf("evt_rot_%d", i), 1)
 		h := http.Header{"Stripe-Signature": {"t=" + ts + ",v1=" + hex.EncodeToString(hmacSHA256([]byte(secret), ts+"."+b))}}
@@ -195,7 +201,7 @@ func TestConcurrentDeliveriesOfOneEvent(t *testing.T) {
 		for run := range 10 {
 			id := fmt.Sprintf("evt_burst_%d", run)
 			body := fmt.Sprintf(`{"id":%q,"type":"payment.succeeded","data":{"object":{"id":"pay_1"}}}`, id)
-			h := signers["stripe"](body, time.Now())
+			h := signers["stripe"](body, hookNow)
 			var wg sync.WaitGroup
 			codes := make(chan int, 200)
 			for range 200 {
