@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -34,6 +35,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/schedule"
+	"github.com/syncdesk/syncdesk/sync/seed"
 	"github.com/syncdesk/syncdesk/sync/services"
 	"github.com/syncdesk/syncdesk/web"
 )
@@ -50,6 +52,9 @@ Usage:
   syncdesk user list
   syncdesk user disable EMAIL
   syncdesk token create NAME                     print a new API token once
+  syncdesk seed [--links N] [--attempts M]       fill an empty database with N links (default 100000)
+                                                 and M attempts (default 5 per link), for trying
+                                                 the pages at scale and for benchmarks
   syncdesk version
 
 Flags (each also read from the environment; flags win):
@@ -76,6 +81,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var passwordStdin bool
 	fs.StringVar(&role, "role", "", "role of a new user: viewer, operator or admin")
 	fs.BoolVar(&passwordStdin, "password-stdin", false, "read the new user's password from standard input")
+	var links, attempts int
+	fs.IntVar(&links, "links", 100_000, "seed: how many links to create")
+	fs.IntVar(&attempts, "attempts", -1, "seed: how many attempts to create (default 5 per link)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 2
@@ -99,6 +107,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = c.userDisable(pos[2])
 	case cmd == "token create" && len(pos) == 3:
 		err = c.tokenCreate(pos[2])
+	case pos[0] == "seed" && len(pos) == 1:
+		err = c.seed(links, attempts)
 	default:
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -389,6 +399,49 @@ func (c *cli) migrate() error {
 	fmt.Fprintf(c.stdout, "applied %d migration(s); the database is at version %d\n", n, v)
 	return nil
 }
+
+// seed fills an empty database with links and attempts of a realistic
+// shape, spread over the configured services (or, in the demo, the
+// sandbox's and an ERP), printing its progress every seedProgressEvery.
+func (c *cli) seed(links, attempts int) error {
+	if attempts < 0 {
+		attempts = 5 * links
+	}
+	cfg, db, err := c.openDB()
+	if err != nil {
+		return err
+	}
+	defer models.Close(db)
+	var names []string
+	for name := range cfg.Services {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		names = seed.DefaultServices
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	last := start
+	var done seed.Counts
+	err = seed.Fill(ctx, db, seed.Options{Links: links, Attempts: attempts, Services: names, Progress: func(n seed.Counts) {
+		done = n
+		if time.Since(last) >= seedProgressEvery {
+			last = time.Now()
+			fmt.Fprintf(c.stdout, "… %d of %d links, %d attempts (%s)\n", n.Links, links, n.Attempts, time.Since(start).Round(time.Second))
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "seeded %d records, %d links (%s) and %d attempts in %s\n",
+		done.Records, done.Links, strings.Join(names, ", "), done.Attempts, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// seedProgressEvery is how often seed reports how far it has come.
+const seedProgressEvery = 10 * time.Second
 
 func (c *cli) userAdd(email, roleName string, passwordStdin bool) error {
 	role, err := models.ParseRole(roleName)

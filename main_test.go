@@ -107,6 +107,30 @@ func TestMigrateCommand(t *testing.T) {
 	require.Contains(t, out, "applied 0 migration(s)")
 }
 
+// seed fills an empty database with the links and attempts asked for, on
+// the configured services, and refuses one that already holds links.
+func TestSeedCommand(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	code, out, errOut := cmd(t, "", "seed", "--db", "sqlite:"+path, "--links", "300", "--attempts", "900")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^seeded \d+ records, 300 links \(crm, payments, erp\) and 900 attempts in `, out)
+
+	db, err := models.Open("sqlite:" + path)
+	require.NoError(t, err)
+	defer models.Close(db)
+	var links, attempts int64
+	require.NoError(t, db.Model(&models.Link{}).Count(&links).Error)
+	require.NoError(t, db.Model(&models.Attempt{}).Count(&attempts).Error)
+	require.Equal(t, int64(300), links)
+	require.Equal(t, int64(900), attempts)
+
+	code, _, errOut = cmd(t, "", "seed", "--db", "sqlite:"+path, "--links", "10")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "already has records or links")
+	require.NoError(t, db.Model(&models.Link{}).Count(&links).Error)
+	require.Equal(t, int64(300), links, "a refused seed writes nothing")
+}
+
 // The README's first command: in a fresh folder, `go run .` (here, the built
 // binary with no arguments) creates ./syncdesk.db, prints the URL and the
 // admin password, serves /login, and exits 0 within 5 s of Ctrl-C.

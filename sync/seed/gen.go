@@ -29,7 +29,7 @@ const (
 
 var workers = []string{"desk-1-4121-kQ2", "desk-2-3977-Zp8", "desk-3-4410-a7F"}
 
-// batch is the rows of one transaction, one flat slice of values per table.
+// batch is the rows of one round of INSERTs, one flat slice of values per table.
 type batch struct {
 	records, links, attempts    []any
 	nRecords, nLinks, nAttempts int
@@ -44,13 +44,15 @@ type gen struct {
 	recordID        int64 // the last record's id, also its local id
 }
 
+// more reports whether links remain to be drawn.
+func (g *gen) more() bool { return g.links < g.o.Links }
+
 // next returns the rows of at least want links (a record's links stay in
-// one batch), or fewer at the end; nil when every link is out.
+// one batch), or of those left at the end.
 func (g *gen) next(want int) (*batch, error) {
-	if g.links >= g.o.Links {
-		return nil, nil
-	}
-	b := &batch{}
+	per := float64(g.o.Attempts) / float64(g.o.Links)
+	b := &batch{records: make([]any, 0, want*len(recordCols)), links: make([]any, 0, (want+4)*len(linkCols)),
+		attempts: make([]any, 0, int(float64(want+4)*per*1.1)*len(attemptCols))}
 	for b.nLinks < want && g.links < g.o.Links {
 		if err := g.record(b); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package seed
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/syncdesk/syncdesk/models"
@@ -49,6 +50,8 @@ type linkState struct {
 	lastAt       time.Time
 	lastErr      string
 	lastCode     int
+	createReq    string // request excerpts, made once
+	updateReq    string
 }
 
 // link adds one link of a record to a service, with its attempts.
@@ -76,13 +79,13 @@ func (l *linkState) externalID() string {
 	return l.p.prefix + l.r.localID
 }
 
+// facts are what the link's failure messages name. Before its create
+// succeeded, the remote id is another object's: the one a conflict names.
 func (g *gen) facts(l *linkState) facts {
-	other := fmt.Sprintf("%s%d", l.p.prefix, 1+g.rng.Int64N(int64(g.o.Links)))
 	f := facts{remote: l.p.remote, externalID: l.p.prefix + l.r.localID, externalKey: l.key, localID: l.r.localID}
-	if l.known {
-		return f
+	if !l.known {
+		f.externalID = l.p.prefix + strconv.FormatInt(1+g.rng.Int64N(int64(g.o.Links)), 10)
 	}
-	f.externalID = other // a conflict names the object that holds the key
 	return f
 }
 
@@ -112,13 +115,12 @@ func (g *gen) attemptsOf(b *batch, l *linkState, pl plan, k int) {
 // attempt appends one call of the link to the log; f is nil for a success.
 func (g *gen) attempt(b *batch, l *linkState, f *failure, number int, at time.Time) {
 	g.attempts++
-	op, idem, create := l.p.remote+".update", "", !l.known
-	req := fmt.Sprintf("PUT %s/%s\nContent-Type: application/json\nUser-Agent: syncdesk/1.0\n\n%s", l.p.path, l.externalID(), withKey(l.r.body, l.key))
+	create := !l.known
+	op, idem, req := l.p.remote+".update", "", l.request(false)
 	if create {
-		op, idem = l.p.remote+".create", l.idemKey
-		req = fmt.Sprintf("POST %s\nContent-Type: application/json\nIdempotency-Key: %s\nUser-Agent: syncdesk/1.0\n\n%s", l.p.path, idem, withKey(l.r.body, l.key))
+		op, idem, req = l.p.remote+".create", l.idemKey, l.request(true)
 	}
-	reqID := fmt.Sprintf("req_%016x", g.rng.Uint64())
+	reqID := "req_" + strconv.FormatUint(g.rng.Uint64(), 16)
 	var code int
 	var dur int64
 	var outcome models.Outcome
@@ -128,8 +130,8 @@ func (g *gen) attempt(b *batch, l *linkState, f *failure, number int, at time.Ti
 		if create {
 			code = 201
 		}
-		resp = response(code, reqID, fmt.Sprintf(`{"id":"%s","external_key":"%s","status":"open","updated_at":"%s"}`,
-			extID, l.key, at.UTC().Format(time.RFC3339)))
+		resp = response(code, reqID, `{"id":"`+extID+`","external_key":"`+l.key+`","status":"open","updated_at":"`+
+			at.Format(time.RFC3339)+`"}`)
 	} else {
 		code, outcome, errText = f.code, f.outcome, f.message(g.facts(l))
 		dur = 20 + g.rng.Int64N(300)
@@ -144,6 +146,23 @@ func (g *gen) attempt(b *batch, l *linkState, f *failure, number int, at time.Ti
 	b.attempts = append(b.attempts, int64(g.attempts), l.id, number, op, idem, code, dur, string(outcome), extID, errText,
 		req, resp, workers[g.rng.IntN(len(workers))], at)
 	b.nAttempts++
+}
+
+// request is the excerpt of a create or an update of the link, made once
+// per link: the body is the same at every attempt.
+func (l *linkState) request(create bool) string {
+	if create {
+		if l.createReq == "" {
+			l.createReq = "POST " + l.p.path + "\nContent-Type: application/json\nIdempotency-Key: " + l.idemKey +
+				"\nUser-Agent: syncdesk/1.0\n\n" + withKey(l.r.body, l.key)
+		}
+		return l.createReq
+	}
+	if l.updateReq == "" {
+		l.updateReq = "PUT " + l.p.path + "/" + l.p.prefix + l.r.localID +
+			"\nContent-Type: application/json\nUser-Agent: syncdesk/1.0\n\n" + withKey(l.r.body, l.key)
+	}
+	return l.updateReq
 }
 
 // withKey adds our external key to a payload, as the connector does.

@@ -31,44 +31,66 @@ type Options struct {
 // Counts are the rows written so far.
 type Counts struct{ Records, Links, Attempts int }
 
-// batchLinks is about how many links one transaction writes, with their
-// records and attempts: tens of megabytes, a few seconds of work.
+// batchLinks is about how many links gen draws at a time, with their
+// records and attempts: tens of megabytes.
 const batchLinks = 10_000
 
 // ErrNotEmpty means Fill was given a database that already has records or links.
 var ErrNotEmpty = errors.New("the database already has records or links; seed an empty one")
 
-// Fill seeds an empty database (migrated, with no records or links):
-// records, links and attempts in id order, batchLinks links per
-// transaction, then the aggregates the overview reads. Nothing else may
-// write links while it runs: it gives ids itself.
+// Fill seeds an empty database (migrated, with no records or links) in one
+// transaction: records, links and attempts in id order, in multi-row
+// INSERTs, with the tables' secondary indexes (and Postgres's foreign keys)
+// dropped during the load and rebuilt before the commit; then it counts
+// the aggregates the overview reads. It gives ids itself: nothing else may
+// write these tables while it runs.
 func Fill(ctx context.Context, db *gorm.DB, o Options) error {
 	o, err := o.withDefaults()
 	if err != nil {
 		return err
 	}
-	if err := checkEmpty(db.WithContext(ctx)); err != nil {
-		return err
+	var done Counts
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := checkEmpty(tx); err != nil {
+			return err
+		}
+		restore, err := prepareLoad(tx)
+		if err != nil {
+			return err
+		}
+		if done, err = load(ctx, tx, o); err != nil {
+			return err
+		}
+		for _, q := range restore {
+			if err := tx.Exec(q).Error; err != nil {
+				return fmt.Errorf("restore %q: %w", q, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
 	}
-	g := &gen{o: o, rng: o.Rand}
-	in := newInserter(models.Dialect(db))
+	return finish(ctx, db, done, o.Now)
+}
+
+// load writes every batch gen draws.
+func load(ctx context.Context, tx *gorm.DB, o Options) (Counts, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	batches, genErr := generate(ctx, g)
+	in := newInserter(models.Dialect(tx))
+	batches, genErr := generate(ctx, &gen{o: o, rng: o.Rand})
 	var done Counts
 	for b := range batches {
-		if err := in.write(ctx, db, b); err != nil {
-			return fmt.Errorf("seed: %w", err)
+		if err := in.write(ctx, tx, b); err != nil {
+			return done, err
 		}
 		done.Records, done.Links, done.Attempts = done.Records+b.nRecords, done.Links+b.nLinks, done.Attempts+b.nAttempts
 		if o.Progress != nil {
 			o.Progress(done)
 		}
 	}
-	if err := <-genErr; err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	return finish(ctx, db, done, o.Now)
+	return done, <-genErr
 }
 
 // generate draws batches in a goroutine, so the next batch is ready when
@@ -77,9 +99,9 @@ func generate(ctx context.Context, g *gen) (<-chan *batch, <-chan error) {
 	out, errc := make(chan *batch, 1), make(chan error, 1)
 	go func() {
 		defer close(out)
-		for {
+		for g.more() {
 			b, err := g.next(batchLinks)
-			if err != nil || b == nil {
+			if err != nil {
 				errc <- err
 				return
 			}
@@ -90,6 +112,7 @@ func generate(ctx context.Context, g *gen) (<-chan *batch, <-chan error) {
 				return
 			}
 		}
+		errc <- nil
 	}()
 	return out, errc
 }
@@ -121,22 +144,21 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-func checkEmpty(db *gorm.DB) error {
+func checkEmpty(tx *gorm.DB) error {
 	for _, m := range []any{&models.Record{}, &models.Link{}} {
 		var ids []int64
-		if err := db.Model(m).Limit(1).Pluck("id", &ids).Error; err != nil {
-			return fmt.Errorf("seed: %w", err)
+		if err := tx.Model(m).Limit(1).Pluck("id", &ids).Error; err != nil {
+			return err
 		}
 		if len(ids) > 0 {
-			return fmt.Errorf("seed: %w", ErrNotEmpty)
+			return ErrNotEmpty
 		}
 	}
 	return nil
 }
 
-// finish moves Postgres's id sequences past the ids Fill gave, gives the
-// planner fresh statistics (autovacuum would, a minute later), and counts
-// the aggregates the overview reads.
+// finish moves Postgres's id sequences past the ids Fill gave and vacuums
+// the tables, and counts the aggregates the overview reads.
 func finish(ctx context.Context, db *gorm.DB, done Counts, now time.Time) error {
 	db = db.WithContext(ctx)
 	if models.Dialect(db) == models.Postgres {
@@ -148,8 +170,10 @@ func finish(ctx context.Context, db *gorm.DB, done Counts, now time.Time) error 
 				return fmt.Errorf("seed: move the %s id sequence: %w", table, err)
 			}
 		}
-		if err := db.Exec("ANALYZE records, external_map, attempts").Error; err != nil {
-			return fmt.Errorf("seed: analyze: %w", err)
+		// What autovacuum would do soon after: statistics for the planner,
+		// and the visibility map that lets index-only scans skip the rows.
+		if err := db.Exec("VACUUM (ANALYZE) records, external_map, attempts").Error; err != nil {
+			return fmt.Errorf("seed: vacuum: %w", err)
 		}
 	}
 	if err := models.RefreshLinkCounts(db, now); err != nil {

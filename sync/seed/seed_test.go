@@ -42,6 +42,7 @@ func count(t *testing.T, db *gorm.DB, model any, where string, args ...any) int6
 }
 
 func TestFillCountsAndShape(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		fill(t, db)
 		require.EqualValues(t, nLinks, count(t, db, &models.Link{}, ""))
@@ -140,6 +141,7 @@ func checkAggregates(t *testing.T, db *gorm.DB) {
 }
 
 func TestFillPagesQueries(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		fill(t, db)
 		first, err := models.SearchLinks(db, models.LinkQuery{Limit: 50})
@@ -176,6 +178,7 @@ func TestFillPagesQueries(t *testing.T) {
 }
 
 func TestFillRefusesADatabaseWithLinks(t *testing.T) {
+	t.Parallel()
 	db := dbtest.SQLite(t)
 	require.NoError(t, seed.Fill(context.Background(), db, seed.Options{Links: 10, Attempts: 30, Now: now}))
 	err := seed.Fill(context.Background(), db, seed.Options{Links: 10, Attempts: 30, Now: now})
@@ -184,11 +187,38 @@ func TestFillRefusesADatabaseWithLinks(t *testing.T) {
 }
 
 func TestFillIdsContinueAfterSeeding(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		require.NoError(t, seed.Fill(context.Background(), db, seed.Options{Links: 30, Attempts: 90, Now: now}))
 		l := models.Link{LocalType: "order", LocalID: "new-1", ExternalService: "crm", ExternalKey: "site_order_new-1",
 			Status: models.StatusNew, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 		require.NoError(t, db.Create(&l).Error, "the id sequence is past the seeded ids")
 		require.EqualValues(t, 31, l.ID)
+	})
+}
+
+// schema lists the database's indexes and constraints with their definitions.
+func schema(t *testing.T, db *gorm.DB) []string {
+	t.Helper()
+	q := `SELECT name || ': ' || sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name`
+	if models.Dialect(db) == models.Postgres {
+		q = `SELECT indexname || ': ' || indexdef FROM pg_indexes WHERE schemaname = current_schema()
+			UNION ALL SELECT conname || ': ' || pg_get_constraintdef(oid) FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
+			ORDER BY 1`
+	}
+	var out []string
+	require.NoError(t, db.Raw(q).Scan(&out).Error)
+	return out
+}
+
+func TestFillPutsBackIndexesAndForeignKeys(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		before := schema(t, db)
+		require.NotEmpty(t, before)
+		fill(t, db)
+		require.Equal(t, before, schema(t, db), "the indexes and constraints the migrations made")
+		err := db.Create(&models.Attempt{LinkID: nLinks + 100, Number: 1, Operation: "deal.create", Outcome: models.OutcomeOK, CreatedAt: now}).Error
+		require.Error(t, err, "an attempt of a missing link is refused")
 	})
 }

@@ -3,6 +3,7 @@ package seed
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/syncdesk/syncdesk/models"
 )
@@ -198,5 +199,5 @@ func response(code int, requestID, body string) string {
 	if len(body) > 0 && body[0] == '<' {
 		ct = "text/html"
 	}
-	return fmt.Sprintf("HTTP/1.1 %d %s\nContent-Type: %s\nX-Request-Id: %s\n\n%s", code, statusText[code], ct, requestID, body)
+	return "HTTP/1.1 " + strconv.Itoa(code) + " " + statusText[code] + "\nContent-Type: " + ct + "\nX-Request-Id: " + requestID + "\n\n" + body
 }
