@@ -17,6 +17,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/services"
@@ -38,14 +39,19 @@ func TestBrowserTheDemoPages(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	r := redact.New(nil)
 	var outs []outbox.Service
+	var recs []reconcile.Service
 	for _, name := range cfg.ServiceNames() {
-		outs = append(outs, outbox.Service{Name: name, Config: svcs[name], Conn: connector.NewHTTP(name, svcs[name], r, nil)})
+		conn := connector.NewHTTP(name, svcs[name], r, nil)
+		outs = append(outs, outbox.Service{Name: name, Config: svcs[name], Conn: conn})
+		recs = append(recs, reconcile.Service{Name: name, Config: svcs[name], Conn: conn})
 	}
 	eng := outbox.New(db, outs, clk, log, outbox.Options{})
 	rc, err := inbox.New(db, svcs, clk, log, r)
 	require.NoError(t, err)
+	rec := reconcile.New(db, recs, clk, log, reconcile.Options{})
+	defer rec.Close()
 	s, err := New(Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: "demo", Redactor: r, Outbox: eng, Inbox: rc,
-		Pauser: services.NewPauser(db, cfg.ServiceNames(), clk, log)})
+		Reconciler: rec, Pauser: services.NewPauser(db, cfg.ServiceNames(), clk, log)})
 	require.NoError(t, err)
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
@@ -58,6 +64,9 @@ func TestBrowserTheDemoPages(t *testing.T) {
 	ctx, stop := context.WithTimeout(context.Background(), 12*time.Second)
 	_ = eng.Run(ctx, time.Second) // a few rounds of sends, retries and webhooks
 	stop()
+	run, err := rec.Run(context.Background(), "crm", reconcile.RunOptions{TriggeredBy: "scheduler"})
+	require.NoError(t, err)
+	require.Equal(t, models.RunCompleted, run.Status, run.Error)
 	require.NoError(t, models.RefreshLinkCounts(db, clk.Now()))
 	require.NoError(t, models.RefreshAttemptHours(db, clk.Now()))
 	var failed models.Link
@@ -68,7 +77,7 @@ func TestBrowserTheDemoPages(t *testing.T) {
 	bctx := browsertest.New(t)
 	signInBrowser(t, bctx, srv.URL, "ana@example.com")
 	for _, page := range []struct{ name, path, want string }{
-		{"overview", "/", `[data-testid="status-table"]`},
+		{"overview", "/", `[data-testid="reconcile-crm"] a[href="/reconcile/` + itoa(run.ID) + `"]`},
 		{"links", "/links", `[data-testid="links-table"]`},
 		{"failed", "/failed", `[data-testid="failed-groups"]`},
 		{"link", views.LinkURL(failed.ID), `[data-testid="attempts"]`},

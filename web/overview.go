@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -43,7 +44,33 @@ func (s *Server) showOverview(c echo.Context) error {
 		v.InProgress = append(v.InProgress, views.InProgressRow{Service: r.ExternalService, LocalType: r.LocalType,
 			LocalID: r.LocalID, By: r.StartedBy, Since: r.StartedAt})
 	}
+	if v.Reconciliation, err = s.reconcileSummary(); err != nil {
+		return err
+	}
 	return s.render(c, views.OverviewPage(s.page(c, "Overview", "/"), v))
+}
+
+// reconcileSummary is each reconcilable service's newest run.
+func (s *Server) reconcileSummary() ([]views.ReconcileSummary, error) {
+	var out []views.ReconcileSummary
+	for _, svc := range s.reconcilable() {
+		sum := views.ReconcileSummary{Service: svc}
+		run, err := models.LatestRun(s.db, svc)
+		switch {
+		case errors.Is(err, models.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			d, err := models.RunDetailByID(s.db, run.ID)
+			if err != nil {
+				return nil, err
+			}
+			row := s.runRow(d)
+			sum.Last = &row
+		}
+		out = append(out, sum)
+	}
+	return out, nil
 }
 
 func (s *Server) fillCounts(v *views.Overview, counts []models.StatLinkCount) {

@@ -173,6 +173,43 @@ func TestReconcileStartAndList(t *testing.T) {
 	})
 }
 
+// The overview shows each reconcilable service's newest run: what it
+// found, what it fixed and what needs a person; before any run, it says so.
+func TestOverviewSummarisesTheNewestRun(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := reconcileServer(t, db, 0)
+		v := b.signedIn("vic@example.com", models.RoleViewer)
+		r := v.get("/")
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, `data-testid="reconcile-summary"`)
+		require.Contains(t, r.body, "Never reconciled")
+
+		older := seedRun(t, db, b.clock.Now(), 2)
+		newer := seedRun(t, db, b.clock.Now().Add(time.Minute), 5) // 3 fixed, 2 reported
+		r = v.get("/")
+		row := between(t, r.body, `data-testid="reconcile-crm"`, "</tr>")
+		require.Contains(t, row, fmt.Sprintf(`href="/reconcile/%d"`, newer))
+		require.NotContains(t, row, fmt.Sprintf(`href="/reconcile/%d"`, older))
+		require.NotContains(t, row, "Never reconciled")
+		require.Contains(t, row, "Completed")
+		require.Regexp(t, `missing_remote</span> 3`, row)
+		require.Regexp(t, `duplicate_remote</span> 2`, row)
+		require.Regexp(t, `<td class="num">3</td>`, row, "fixed")
+		require.Regexp(t, `<strong>2</strong>`, row, "not fixed")
+	})
+}
+
+// between is the part of s from the first from up to the next to.
+func between(t *testing.T, s, from, to string) string {
+	t.Helper()
+	i := strings.Index(s, from)
+	require.GreaterOrEqual(t, i, 0, "%q not found", from)
+	j := strings.Index(s[i:], to)
+	require.GreaterOrEqual(t, j, 0, "%q not found after %q", to, from)
+	return s[i : i+j]
+}
+
 // A viewer sees no start, confirm or cancel buttons, and a forged POST is
 // refused with 403 and audited.
 func TestReconcileViewerCannotAct(t *testing.T) {

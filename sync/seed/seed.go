@@ -71,7 +71,10 @@ func Fill(ctx context.Context, db *gorm.DB, o Options) error {
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	return finish(ctx, db, done, o.Now)
+	if err := finish(ctx, db, done, o.Now); err != nil {
+		return err
+	}
+	return reconcileRuns(db.WithContext(ctx), o)
 }
 
 // load writes every batch gen draws.
@@ -152,6 +155,50 @@ func checkEmpty(tx *gorm.DB) error {
 		}
 		if len(ids) > 0 {
 			return ErrNotEmpty
+		}
+	}
+	return nil
+}
+
+// runStride: a seeded run finds something wrong with one link in
+// runStride, or in fewer for a small seed, so that it finds a few dozen.
+const runStride = 500
+
+// reconcileRuns gives each service one completed reconciliation run, an
+// hour before o.Now, that found a discrepancy for one link in a stride:
+// field mismatches and missing objects it fixed, duplicates it reported.
+func reconcileRuns(db *gorm.DB, o Options) error {
+	if o.Links == 0 {
+		return nil
+	}
+	started, finished := o.Now.Add(-time.Hour), o.Now.Add(-55*time.Minute)
+	stride := min(runStride, max(1, o.Links/30))
+	for _, svc := range o.Services {
+		var links int64
+		if err := db.Model(&models.Link{}).Where("external_service = ?", svc).Count(&links).Error; err != nil {
+			return fmt.Errorf("seed: count links of %s: %w", svc, err)
+		}
+		run := models.ReconciliationRun{Service: svc, TriggeredBy: "scheduler", StartedAt: started, HeartbeatAt: &finished}
+		if err := models.StartRun(db, &run); err != nil {
+			return fmt.Errorf("seed: reconciliation run of %s: %w", svc, err)
+		}
+		err := db.Exec(`INSERT INTO discrepancies (run_id, kind, status, local_type, local_id, external_key, external_ids, link_id, detail, created_at)
+			SELECT ?, CASE (id / ?) % 3 WHEN 0 THEN 'field_mismatch' WHEN 1 THEN 'missing_remote' ELSE 'duplicate_remote' END,
+				CASE (id / ?) % 3 WHEN 2 THEN 'reported' ELSE 'fixed' END,
+				local_type, local_id, external_key, external_id, id, 'seeded', ?
+			FROM external_map WHERE external_service = ? AND id % ? = 0`,
+			run.ID, stride, stride, finished, svc, stride).Error
+		if err != nil {
+			return fmt.Errorf("seed: discrepancies of %s: %w", svc, err)
+		}
+		var fixed int64
+		if err := db.Model(&models.Discrepancy{}).Where("run_id = ? AND status = ?", run.ID, models.DiscrepancyFixed).Count(&fixed).Error; err != nil {
+			return fmt.Errorf("seed: count fixes of %s: %w", svc, err)
+		}
+		err = db.Model(&run).Updates(map[string]any{"status": models.RunCompleted, "expected": links, "scanned": links,
+			"fixed": fixed, "finished_at": finished}).Error
+		if err != nil {
+			return fmt.Errorf("seed: finish the run of %s: %w", svc, err)
 		}
 	}
 	return nil

@@ -73,7 +73,26 @@ func TestFillCountsAndShape(t *testing.T) {
 		checkFailures(t, db)
 		checkOutcomes(t, db)
 		checkAggregates(t, db)
+		checkRuns(t, db)
 	})
+}
+
+// checkRuns: each service has one completed run whose counts match the
+// discrepancies it holds, fixed and reported both present.
+func checkRuns(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	for _, svc := range seed.DefaultServices {
+		run, err := models.LatestRun(db, svc)
+		require.NoError(t, err, svc)
+		require.Equal(t, models.RunCompleted, run.Status, svc)
+		d, err := models.RunDetailByID(db, run.ID)
+		require.NoError(t, err)
+		require.Positive(t, d.All.Fixed, svc)
+		require.Positive(t, d.All.Reported, svc)
+		require.Equal(t, run.Fixed, d.All.Fixed, svc)
+		require.Equal(t, count(t, db, &models.Link{}, "external_service = ?", svc), run.Scanned, svc)
+	}
+	require.Zero(t, count(t, db, &models.ReconciliationRun{}, "service NOT IN ?", seed.DefaultServices))
 }
 
 // checkFailures: every failed link carries its fingerprint, and the
