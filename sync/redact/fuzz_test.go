@@ -71,3 +71,25 @@ func FuzzJSON(f *testing.F) {
 		require.Equal(t, string(once), string(r.JSON(once)), "JSON is not idempotent on %q", body)
 	})
 }
+
+// textEveryPattern is Text without its shortcuts: every pattern on every string.
+func (r *Redactor) textEveryPattern(s string) string {
+	s = rewrite(keyPrefix, s, r.maskPair)
+	s = userinfo.ReplaceAllString(s, "${1}"+redacted+"@")
+	s = rewrite(authScheme, s, maskCredential)
+	s = email.ReplaceAllString(s, emailMask)
+	s = maskCards(s)
+	return tokenRun.ReplaceAllStringFunc(s, maskRun)
+}
+
+func FuzzTextShortcuts(f *testing.F) {
+	for _, s := range textSeeds {
+		f.Add(s)
+	}
+	f.Add("baſic dXNlcjpwYXNz")
+	f.Add("BEARER abcdefgh12 and Basic dXNlcjpwYXNz")
+	r := New([]string{"ssn"})
+	f.Fuzz(func(t *testing.T, s string) {
+		require.Equal(t, r.textEveryPattern(s), r.Text(s), "the shortcuts changed what Text does to %q", s)
+	})
+}

@@ -190,7 +190,12 @@ func (r *Redactor) headerValues(name string, values []string) []string {
 }
 
 // oneLine keeps a header value from forging a line of its own.
-func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}
 
 // Excerpt cuts s to at most max bytes without splitting a UTF-8 sequence,
 // ending it with "…" when anything was cut. Pass it text that is already
