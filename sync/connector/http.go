@@ -45,6 +45,14 @@ const maxBody = 4 << 20
 // excerptLen bounds the request and response excerpts in the attempt log.
 const excerptLen = 2048
 
+// excerptBody bounds what is redacted of a body for an excerpt: enough to
+// fill one even when masks shorten what they hide, and no more, so that an
+// excerpt of a body of megabytes costs what one of kilobytes does.
+const excerptBody = 4 * excerptLen
+
+// errorBody bounds what is redacted of an error answer for the error column.
+const errorBody = 1024
+
 // HTTP is the connector for any JSON-over-HTTP provider, driven by its
 // config.Service. Safe for concurrent use.
 type HTTP struct {
@@ -210,13 +218,16 @@ func (c *HTTP) do(ctx context.Context, op, endpoint string, vars map[string]stri
 	_ = dec.Decode(&decoded)
 	if call.Class != OK {
 		call.RetryAfter = RetryAfter(res.Header.Get("Retry-After"), c.now(), c.svc.Retry.Max)
-		call.Error = c.redact.Excerpt(c.redact.Text(fmt.Sprintf("HTTP %d: %s", res.StatusCode, providerMessage(decoded, raw))), 300)
+		msg := fmt.Sprintf("HTTP %d: %s", res.StatusCode, providerMessage(decoded, raw))
+		call.Error = c.redact.Excerpt(c.redact.TextPrefix(msg, errorBody), 300)
 	}
 	return call, decoded
 }
 
 // excerpt renders a request or response for the attempt log, redacted first
-// and cut after, so that a cut can never expose half a secret to the patterns.
+// and cut after, so that a cut can never expose half a secret to the
+// patterns. Of a long body only the first excerptBody bytes are redacted,
+// in a way that is safe at the cut (see redact.JSONPrefix).
 func (c *HTTP) excerpt(line string, h http.Header, body []byte) string {
 	var b strings.Builder
 	b.WriteString(c.redact.Text(line))
@@ -224,7 +235,7 @@ func (c *HTTP) excerpt(line string, h http.Header, body []byte) string {
 	b.WriteString(c.redact.Headers(h))
 	if len(body) > 0 {
 		b.WriteString("\n\n")
-		b.Write(c.redact.JSON(body))
+		b.Write(c.redact.JSONPrefix(body, excerptBody))
 	}
 	return c.redact.Excerpt(b.String(), excerptLen)
 }

@@ -3,9 +3,11 @@ package connector
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,4 +139,53 @@ func TestLookup404MeansNotFoundAndRefusedIsNotAmbiguous(t *testing.T) {
 	require.Equal(t, Temporary, call.Class)
 	require.False(t, call.Ambiguous, "a refused connection sent nothing")
 	require.Contains(t, call.Error, "connection refused")
+}
+
+// requireNoPiece fails if s holds eight bytes in a row of secret.
+func requireNoPiece(t *testing.T, s, secret, what string) {
+	t.Helper()
+	for i := 0; i+8 <= len(secret); i++ {
+		require.NotContains(t, s, secret[i:i+8], "%s holds a piece of the secret", what)
+	}
+}
+
+// Of a long body only a prefix is redacted. A masked field before the cut
+// shrinks what comes out, so what lies near the cut lands in the excerpt:
+// a secret there, straddling the cut or just past it, must not.
+func TestExcerptsOfLongBodiesLeakNothingAtTheCut(t *testing.T) {
+	const token = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+	var answer []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		w.Write(answer)
+	}))
+	defer srv.Close()
+	c := NewHTTP("crm", service(srv.URL), redact.New(nil), nil)
+
+	head, mid := `{"password":"`, `","note":"key `
+	for at := excerptBody - 40; at <= excerptBody+4; at++ { // where the token starts
+		body := []byte(head + strings.Repeat("x", at-len(head)-len(mid)) + mid + token + ` ok","value":"` + token +
+			`","name":"api token","tail":"` + strings.Repeat("y ", 100_000) + `"}`)
+		answer = body
+		call := c.Create(context.Background(), "order", body, "k")
+		require.Equal(t, Permanent, call.Class)
+		for what, s := range map[string]string{"request": call.Request, "response": call.Response, "error": call.Error} {
+			requireNoPiece(t, s, token, fmt.Sprintf("the %s, token at %d", what, at))
+		}
+		require.LessOrEqual(t, len(call.Response), excerptLen)
+		if at > excerptBody-len(token) && at <= excerptBody { // the cut falls in the token, or just after "key "
+			require.Contains(t, call.Response, `"password":"[redacted]","note":"key …"}…`, "the excerpt reaches the cut")
+		}
+	}
+
+	// The error column redacts a prefix of the answer too.
+	for at := errorBody - 40; at <= errorBody+4; at++ {
+		msg := strings.Repeat("z", at-len("HTTP 422: ")) + " " + token + " " + strings.Repeat("w ", 100_000)
+		answer, _ = json.Marshal(map[string]string{"message": msg})
+		call := c.Create(context.Background(), "order", []byte(`{"title":"a"}`), "k")
+		requireNoPiece(t, call.Error, token, fmt.Sprintf("the error, token at %d", at))
+		require.True(t, strings.HasPrefix(call.Error, "HTTP 422: "), call.Error)
+	}
 }

@@ -30,9 +30,7 @@ func (r *Redactor) JSON(body []byte) []byte {
 		}
 		return text
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	out, err := r.jsonValue(dec)
+	out, err := r.walk(body, -1)
 	if err != nil {
 		// Valid input always decodes; if it ever does not, hide it all.
 		return bytes.Clone(redactedJSON)
@@ -40,8 +38,25 @@ func (r *Redactor) JSON(body []byte) []byte {
 	return out
 }
 
-// jsonValue reads one value from dec and returns it redacted and encoded.
-func (r *Redactor) jsonValue(dec *json.Decoder) ([]byte, error) {
+// walker redacts one valid JSON document as it decodes it.
+type walker struct {
+	r   *Redactor
+	dec *json.Decoder
+	// openFrom is where closing brackets added after a cut start (see
+	// JSONPrefix); -1 when the document is whole.
+	openFrom int64
+}
+
+func (r *Redactor) walk(doc []byte, openFrom int64) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	w := &walker{r: r, dec: dec, openFrom: openFrom}
+	return w.value()
+}
+
+// value reads one value and returns it redacted and encoded.
+func (w *walker) value() ([]byte, error) {
+	r, dec := w.r, w.dec
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -49,9 +64,9 @@ func (r *Redactor) jsonValue(dec *json.Decoder) ([]byte, error) {
 	switch t := tok.(type) {
 	case json.Delim:
 		if t == '{' {
-			return r.jsonObject(dec)
+			return w.object()
 		}
-		return r.jsonArray(dec)
+		return w.array()
 	case string:
 		return encodeString(r.jsonString(t)), nil
 	case json.Number:
@@ -85,24 +100,25 @@ type member struct {
 	val []byte
 }
 
-func (r *Redactor) jsonObject(dec *json.Decoder) ([]byte, error) {
+func (w *walker) object() ([]byte, error) {
 	var members []member
-	for dec.More() {
-		tok, err := dec.Token()
+	for w.dec.More() {
+		tok, err := w.dec.Token()
 		if err != nil {
 			return nil, err
 		}
 		key, _ := tok.(string)
-		val, err := r.memberValue(dec, key)
+		val, err := w.memberValue(key)
 		if err != nil {
 			return nil, err
 		}
 		members = append(members, member{key: key, val: val})
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
+	if _, err := w.dec.Token(); err != nil { // the closing brace
 		return nil, err
 	}
-	r.maskNamedValues(members)
+	cutOpen := w.openFrom >= 0 && w.dec.InputOffset() > w.openFrom
+	w.r.maskNamedValues(members, cutOpen)
 	out := []byte{'{'}
 	for i, m := range members {
 		if i > 0 {
@@ -116,21 +132,21 @@ func (r *Redactor) jsonObject(dec *json.Decoder) ([]byte, error) {
 }
 
 // memberValue redacts the value under key, skipping it unread when the key is sensitive.
-func (r *Redactor) memberValue(dec *json.Decoder, key string) ([]byte, error) {
-	if !r.Sensitive(key) {
-		return r.jsonValue(dec)
+func (w *walker) memberValue(key string) ([]byte, error) {
+	if !w.r.Sensitive(key) {
+		return w.value()
 	}
 	var skip json.RawMessage
-	if err := dec.Decode(&skip); err != nil {
+	if err := w.dec.Decode(&skip); err != nil {
 		return nil, err
 	}
 	return redactedJSON, nil
 }
 
-func (r *Redactor) jsonArray(dec *json.Decoder) ([]byte, error) {
+func (w *walker) array() ([]byte, error) {
 	out := []byte{'['}
-	for dec.More() {
-		val, err := r.jsonValue(dec)
+	for w.dec.More() {
+		val, err := w.value()
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +155,7 @@ func (r *Redactor) jsonArray(dec *json.Decoder) ([]byte, error) {
 		}
 		out = append(out, val...)
 	}
-	if _, err := dec.Token(); err != nil { // the closing bracket
+	if _, err := w.dec.Token(); err != nil { // the closing bracket
 		return nil, err
 	}
 	return append(out, ']'), nil
@@ -149,10 +165,11 @@ func (r *Redactor) jsonArray(dec *json.Decoder) ([]byte, error) {
 var nameKeys = map[string]bool{"name": true, "key": true, "field": true, "label": true, "type": true}
 
 // maskNamedValues masks "value" and "values" in an object whose name member
-// names a sensitive field. The name is checked after its own redaction, so a
+// names a sensitive field, or in any object when unnamed is set (a cut may
+// have dropped its name). The name is checked after its own redaction, so a
 // second pass sees the same name and decides the same way.
-func (r *Redactor) maskNamedValues(members []member) {
-	named := false
+func (r *Redactor) maskNamedValues(members []member, unnamed bool) {
+	named := unnamed
 	for _, m := range members {
 		var name string
 		if nameKeys[strings.ToLower(m.key)] && json.Unmarshal(m.val, &name) == nil && r.Sensitive(name) {
