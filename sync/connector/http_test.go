@@ -135,6 +135,9 @@ func TestLookup404MeansNotFoundAndRefusedIsNotAmbiguous(t *testing.T) {
 	require.Equal(t, OK, l.Class, "%+v", l)
 	require.Empty(t, l.Found)
 	srv.Close()
+	// A new connector: this one's pooled connection to the closed server may
+	// be tried first, and a request written on it is rightly ambiguous.
+	c = NewHTTP("crm", service(srv.URL), redact.New(nil), nil)
 	call := c.Create(context.Background(), "order", []byte(`{}`), "k")
 	require.Equal(t, Temporary, call.Class)
 	require.False(t, call.Ambiguous, "a refused connection sent nothing")
