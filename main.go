@@ -334,8 +334,7 @@ func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine, 
 			return err
 		}},
 		{Name: "refresh-stats", Every: 10 * time.Second, StartNow: true, Run: func(ctx context.Context) error {
-			now := clk.Now()
-			return errors.Join(models.RefreshLinkCounts(db.WithContext(ctx), now), models.RefreshAttemptHours(db.WithContext(ctx), now))
+			return models.RefreshStats(db.WithContext(ctx), clk.Now())
 		}},
 		{Name: "reconcile", Every: time.Minute, Run: rec.RunDue},
 		{Name: "prune-events", Every: time.Hour, Run: func(ctx context.Context) error {

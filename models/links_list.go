@@ -71,20 +71,15 @@ func InProgressOf(db *gorm.DB, l *Link, now time.Time) (*InProgress, error) {
 	return &rows[0], nil
 }
 
-// FailedGroup is one error fingerprint with how many failed links carry it.
-type FailedGroup struct {
-	ErrorGroup string
-	N          int64
-	ExampleID  int64
-}
-
-// FailedGroups counts failed links by error group, largest first, over the
-// partial index on failed links.
-func FailedGroups(db *gorm.DB, limit int) ([]FailedGroup, error) {
-	var out []FailedGroup
-	err := db.Model(&Link{}).Select("error_group, COUNT(*) AS n, MAX(id) AS example_id").
-		Where("status = ?", StatusFailed).Group("error_group").Order("n DESC, error_group").Limit(limit).Scan(&out).Error
-	return out, err
+// FailedGroups returns the failed links' groups as last counted by
+// RefreshFailedGroups, largest first: all of them for a limit of 0.
+func FailedGroups(db *gorm.DB, limit int) ([]StatFailedGroup, error) {
+	var out []StatFailedGroup
+	q := db.Order("n DESC, error_group")
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	return out, q.Find(&out).Error
 }
 
 // FailedIDs returns the ids of the failed links of one group, newest first.

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"time"
 
 	"gorm.io/gorm"
@@ -20,6 +21,48 @@ type StatAttemptHour struct {
 	Outcome   string    `gorm:"primaryKey"`
 	N         int64
 	CountedAt time.Time
+}
+
+// RefreshStats recounts every aggregate the pages read instead of counting
+// rows per view: links by status, attempts per hour, failed groups.
+func RefreshStats(db *gorm.DB, now time.Time) error {
+	return errors.Join(RefreshLinkCounts(db, now), RefreshAttemptHours(db, now), RefreshFailedGroups(db, now))
+}
+
+// StatFailedGroup is how many links are failed with one error group, and
+// the newest of them, as last counted.
+type StatFailedGroup struct {
+	ErrorGroup string `gorm:"primaryKey"`
+	N          int64
+	ExampleID  int64
+	CountedAt  time.Time
+}
+
+// maxFailedGroups bounds the groups kept: beyond it, the smallest are left out.
+const maxFailedGroups = 1000
+
+// RefreshFailedGroups recounts failed links by error group into the stats
+// table, in one transaction: an exact count over every failed link's index
+// entry, which a page view cannot afford at scale.
+func RefreshFailedGroups(db *gorm.DB, now time.Time) error {
+	var rows []StatFailedGroup
+	err := db.Model(&Link{}).Select("error_group, COUNT(*) AS n, MAX(id) AS example_id").
+		Where("status = ?", StatusFailed).Group("error_group").Order("n DESC, error_group").Limit(maxFailedGroups).Scan(&rows).Error
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].CountedAt = now
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("1 = 1").Delete(&StatFailedGroup{}).Error; err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		return tx.CreateInBatches(&rows, 200).Error
+	})
 }
 
 // RefreshLinkCounts recounts links by service and status into the stats

@@ -67,8 +67,7 @@ func TestBrowserTheDemoPages(t *testing.T) {
 	run, err := rec.Run(context.Background(), "crm", reconcile.RunOptions{TriggeredBy: "scheduler"})
 	require.NoError(t, err)
 	require.Equal(t, models.RunCompleted, run.Status, run.Error)
-	require.NoError(t, models.RefreshLinkCounts(db, clk.Now()))
-	require.NoError(t, models.RefreshAttemptHours(db, clk.Now()))
+	require.NoError(t, models.RefreshStats(db, clk.Now()))
 	var failed models.Link
 	require.NoError(t, db.Where("status = ?", models.StatusFailed).Order("id").First(&failed).Error, "the demo shows failures")
 

@@ -15,16 +15,25 @@ import (
 // maxBulk bounds one bulk retry; a bigger group is retried in rounds.
 const maxBulk = 1000
 
+// failedShown is how many of the largest groups the failed page lists.
+const failedShown = 100
+
+// listFailed reads the groups as the refresh-stats task last counted them:
+// an exact count of every failed link is too slow for a page view.
 func (s *Server) listFailed(c echo.Context) error {
-	groups, err := models.FailedGroups(s.db, 100)
+	all, err := models.FailedGroups(s.db, 0)
 	if err != nil {
 		return err
 	}
-	v := views.Failed{}
+	v := views.Failed{NGroups: len(all)}
+	for _, g := range all {
+		v.Total += g.N
+		v.CountedAt = g.CountedAt
+	}
+	groups := all[:min(len(all), failedShown)]
 	ids := make([]int64, 0, len(groups))
 	for _, g := range groups {
 		ids = append(ids, g.ExampleID)
-		v.Total += g.N
 	}
 	examples, err := models.LinksByIDs(s.db, ids)
 	if err != nil {
@@ -105,6 +114,11 @@ func (s *Server) retryConfirmed(c echo.Context) error {
 	}
 	s.audit(c, "link.bulk_retry", fmt.Sprintf("%d links", len(ids)), models.OutcomeSuccess,
 		fmt.Sprintf("queued %d, already in progress %d", queued, busy))
+	// Count again now, so the page the operator lands on shows the retry;
+	// if that fails, the next scheduled count will.
+	if err := models.RefreshFailedGroups(s.db, s.clock.Now()); err != nil {
+		s.log.Warn("recount failed groups after a bulk retry", "error", err)
+	}
 	return c.Redirect(http.StatusSeeOther, "/failed?done=bulk-retry")
 }
 

@@ -49,6 +49,7 @@ func TestBrowserOperatorFindsAndFixesFailures(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, b.eng.Drain(context.Background()))
+	require.NoError(t, models.RefreshStats(b.db, b.clock.Now())) // as the refresh-stats task would
 	ctx := browsertest.New(t)
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -18,7 +18,8 @@ import (
 )
 
 // seedLinks inserts n order links in crm: every third failed with one of two
-// causes, the rest synced.
+// causes, the rest synced; then it counts the aggregates, as the
+// refresh-stats task would.
 func (b *bundle) seedLinks(n int) {
 	b.t.Helper()
 	now := b.clock.Now()
@@ -35,6 +36,7 @@ func (b *bundle) seedLinks(n int) {
 		}
 		require.NoError(b.t, b.db.Create(&l).Error)
 	}
+	require.NoError(b.t, models.RefreshStats(b.db, now))
 }
 
 var rowID = regexp.MustCompile(`data-testid="link-row-(\d+)"`)
@@ -211,6 +213,7 @@ func TestBulkRetryShowsTheCountAndRetriesExactlyThose(t *testing.T) {
 		db.Model(&models.Link{}).Where("status = ? AND error_group = ?", models.StatusFailed, group).Count(&stillFailed)
 		require.EqualValues(t, 10, queued, "exactly the confirmed links")
 		require.EqualValues(t, 1, stillFailed, "the late one stays failed")
+		require.Contains(t, c.get("/failed").body, "11 failed links in 2 groups", "the page counts again after a bulk retry")
 
 		viewer := b.signedIn("vic@example.com", models.RoleViewer)
 		require.NotContains(t, viewer.get("/failed").body, "Retry all")

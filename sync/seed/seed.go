@@ -223,11 +223,8 @@ func finish(ctx context.Context, db *gorm.DB, done Counts, now time.Time) error 
 			return fmt.Errorf("seed: vacuum: %w", err)
 		}
 	}
-	if err := models.RefreshLinkCounts(db, now); err != nil {
-		return fmt.Errorf("seed: count links: %w", err)
-	}
-	if err := models.RefreshAttemptHours(db, now); err != nil {
-		return fmt.Errorf("seed: count attempts per hour: %w", err)
+	if err := models.RefreshStats(db, now); err != nil {
+		return fmt.Errorf("seed: count the aggregates: %w", err)
 	}
 	return nil
 }
