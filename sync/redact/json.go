@@ -3,7 +3,9 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
+	"unicode/utf8"
 )
 
 // redactedJSON is a masked value inside a JSON document.
@@ -38,50 +40,139 @@ func (r *Redactor) JSON(body []byte) []byte {
 	return out
 }
 
-// walker redacts one valid JSON document as it decodes it.
+// walker redacts one valid JSON document as it reads it, byte by byte: it
+// is only ever given documents json.Valid accepts, which keeps it short.
 type walker struct {
 	r   *Redactor
-	dec *json.Decoder
+	doc []byte
+	i   int
 	// openFrom is where closing brackets added after a cut start (see
 	// JSONPrefix); -1 when the document is whole.
-	openFrom int64
+	openFrom int
 }
 
-func (r *Redactor) walk(doc []byte, openFrom int64) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	w := &walker{r: r, dec: dec, openFrom: openFrom}
+// errWalk means the walker met what a valid document does not hold.
+var errWalk = errors.New("redact: not a valid JSON document")
+
+func (r *Redactor) walk(doc []byte, openFrom int) ([]byte, error) {
+	w := &walker{r: r, doc: doc, openFrom: openFrom}
 	return w.value()
+}
+
+func (w *walker) skipSpace() {
+	for w.i < len(w.doc) && (w.doc[w.i] == ' ' || w.doc[w.i] == '\t' || w.doc[w.i] == '\n' || w.doc[w.i] == '\r') {
+		w.i++
+	}
+}
+
+// peek returns the next byte after any whitespace, 0 at the end.
+func (w *walker) peek() byte {
+	w.skipSpace()
+	if w.i == len(w.doc) {
+		return 0
+	}
+	return w.doc[w.i]
 }
 
 // value reads one value and returns it redacted and encoded.
 func (w *walker) value() ([]byte, error) {
-	r, dec := w.r, w.dec
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		if t == '{' {
-			return w.object()
-		}
+	switch c := w.peek(); {
+	case c == '{':
+		return w.object()
+	case c == '[':
 		return w.array()
-	case string:
-		return encodeString(r.jsonString(t)), nil
-	case json.Number:
-		if cardLike(t.String()) {
+	case c == '"':
+		s, err := w.str()
+		if err != nil {
+			return nil, err
+		}
+		return encodeString(w.r.jsonString(s)), nil
+	case c == 0:
+		return nil, errWalk
+	default: // a number, true, false or null: kept as written, unless a card number
+		lit := w.literal()
+		if len(lit) == 0 {
+			return nil, errWalk
+		}
+		if cardLike(string(lit)) {
 			return encodeString(cardMask), nil
 		}
-		return []byte(t.String()), nil
-	case bool:
-		if t {
-			return []byte("true"), nil
-		}
-		return []byte("false"), nil
-	default:
-		return []byte("null"), nil
+		return lit, nil
 	}
+}
+
+// literal reads a number, true, false or null.
+func (w *walker) literal() []byte {
+	start := w.i
+	for w.i < len(w.doc) && isLiteralByte(w.doc[w.i]) {
+		w.i++
+	}
+	return w.doc[start:w.i]
+}
+
+// str reads a string and returns it unquoted.
+func (w *walker) str() (string, error) {
+	start, escaped := w.i, false
+	if w.i == len(w.doc) || w.doc[w.i] != '"' {
+		return "", errWalk
+	}
+	for w.i++; w.i < len(w.doc); w.i++ {
+		switch w.doc[w.i] {
+		case '\\':
+			escaped = true
+			w.i++
+		case '"':
+			w.i++
+			raw := w.doc[start+1 : w.i-1]
+			if !escaped && utf8.Valid(raw) {
+				return string(raw), nil
+			}
+			var s string
+			err := json.Unmarshal(w.doc[start:w.i], &s)
+			return s, err
+		}
+	}
+	return "", errWalk
+}
+
+// skip moves past one value unread.
+func (w *walker) skip() error {
+	switch c := w.peek(); c {
+	case '"':
+		_, err := w.str()
+		return err
+	case '{', '[':
+		w.i++
+		for {
+			switch w.peek() {
+			case '}', ']':
+				w.i++
+				return nil
+			case ',', ':':
+				w.i++
+			case 0:
+				return errWalk
+			default:
+				if err := w.skip(); err != nil {
+					return err
+				}
+			}
+		}
+	case 0:
+		return errWalk
+	default:
+		w.literal()
+		return nil
+	}
+}
+
+// expect consumes c, the next byte after whitespace.
+func (w *walker) expect(c byte) error {
+	if w.peek() != c {
+		return errWalk
+	}
+	w.i++
+	return nil
 }
 
 // jsonString redacts a string value; one that holds a JSON object or array
@@ -101,23 +192,30 @@ type member struct {
 }
 
 func (w *walker) object() ([]byte, error) {
+	w.i++ // the opening brace
 	var members []member
-	for w.dec.More() {
-		tok, err := w.dec.Token()
+	for w.peek() != '}' {
+		if len(members) > 0 {
+			if err := w.expect(','); err != nil {
+				return nil, err
+			}
+			w.skipSpace()
+		}
+		key, err := w.str()
 		if err != nil {
 			return nil, err
 		}
-		key, _ := tok.(string)
+		if err := w.expect(':'); err != nil {
+			return nil, err
+		}
 		val, err := w.memberValue(key)
 		if err != nil {
 			return nil, err
 		}
 		members = append(members, member{key: key, val: val})
 	}
-	if _, err := w.dec.Token(); err != nil { // the closing brace
-		return nil, err
-	}
-	cutOpen := w.openFrom >= 0 && w.dec.InputOffset() > w.openFrom
+	w.i++ // the closing brace
+	cutOpen := w.openFrom >= 0 && w.i > w.openFrom
 	w.r.maskNamedValues(members, cutOpen)
 	out := []byte{'{'}
 	for i, m := range members {
@@ -136,28 +234,26 @@ func (w *walker) memberValue(key string) ([]byte, error) {
 	if !w.r.Sensitive(key) {
 		return w.value()
 	}
-	var skip json.RawMessage
-	if err := w.dec.Decode(&skip); err != nil {
-		return nil, err
-	}
-	return redactedJSON, nil
+	return redactedJSON, w.skip()
 }
 
 func (w *walker) array() ([]byte, error) {
+	w.i++ // the opening bracket
 	out := []byte{'['}
-	for w.dec.More() {
+	for w.peek() != ']' {
+		if len(out) > 1 {
+			if err := w.expect(','); err != nil {
+				return nil, err
+			}
+			out = append(out, ',')
+		}
 		val, err := w.value()
 		if err != nil {
 			return nil, err
 		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
 		out = append(out, val...)
 	}
-	if _, err := w.dec.Token(); err != nil { // the closing bracket
-		return nil, err
-	}
+	w.i++ // the closing bracket
 	return append(out, ']'), nil
 }
 
@@ -189,9 +285,24 @@ func (r *Redactor) maskNamedValues(members []member, unnamed bool) {
 // encodeString encodes s as a JSON string without escaping <, > and &,
 // which would only make excerpts harder to read.
 func encodeString(s string) []byte {
+	if plainASCII(s) {
+		out := make([]byte, 0, len(s)+2)
+		return append(append(append(out, '"'), s...), '"')
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// plainASCII reports whether s is printable ASCII with no quote or
+// backslash: what JSON encodes as it is.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

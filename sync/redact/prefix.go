@@ -60,7 +60,7 @@ func (r *Redactor) JSONPrefix(body []byte, max int) []byte {
 	if !ok || !json.Valid(doc) {
 		return []byte(r.TextPrefix(string(body), max))
 	}
-	out, err := r.walk(doc, int64(openFrom))
+	out, err := r.walk(doc, openFrom)
 	if err != nil {
 		return append(bytes.Clone(redactedJSON), ellipsis...)
 	}
