@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -45,7 +47,14 @@ const minSuffixField = 5
 // slog records. Build it with New; it is safe for concurrent use.
 type Redactor struct {
 	fields []field
+	// known remembers Sensitive's answers, up to maxKnown keys: bodies
+	// repeat the same few keys, and splitting one into words allocates.
+	known  sync.Map // key → bool
+	nKnown atomic.Int32
 }
+
+// maxKnown bounds the keys a Redactor remembers, whatever providers send.
+const maxKnown = 4096
 
 // field is one sensitive key, split into lower-case words.
 type field struct {
@@ -82,6 +91,19 @@ func New(fields []string) *Redactor {
 // ("tokens"), or when one word ends with a field of five letters or more
 // ("accesstoken"). "tokenizer_version" does not match: no word is "token".
 func (r *Redactor) Sensitive(key string) bool {
+	if v, ok := r.known.Load(key); ok {
+		return v.(bool)
+	}
+	v := r.sensitive(key)
+	if r.nKnown.Load() < maxKnown {
+		if _, loaded := r.known.LoadOrStore(key, v); !loaded {
+			r.nKnown.Add(1)
+		}
+	}
+	return v
+}
+
+func (r *Redactor) sensitive(key string) bool {
 	words := keyWords(key)
 	for _, f := range r.fields {
 		if f.matches(words) {
@@ -102,14 +124,16 @@ func (f field) matches(words []string) bool {
 		return false
 	}
 	for _, w := range words {
-		if strings.HasSuffix(w, f.compact) || strings.HasSuffix(w, f.compact+"s") {
+		if strings.HasSuffix(w, f.compact) || strings.HasSuffix(strings.TrimSuffix(w, "s"), f.compact) {
 			return true
 		}
 	}
 	return false
 }
 
-func sameWord(w, f string) bool { return w == f || w == f+"s" }
+func sameWord(w, f string) bool {
+	return w == f || len(w) == len(f)+1 && w[len(f)] == 's' && w[:len(f)] == f
+}
 
 // keyWords splits a key into lower-case words (see Sensitive).
 func keyWords(key string) []string {

@@ -60,7 +60,7 @@ const minSecret = 24
 // "=", an "@", thirteen digits, …): most strings in a body hold none, and
 // skipping the regular expressions for them is most of Text's speed.
 func (r *Redactor) Text(s string) string {
-	if strings.ContainsAny(s, ":=") {
+	if mayHoldPair(s) {
 		s = rewrite(keyPrefix, s, r.maskPair)
 	}
 	hasAt := strings.IndexByte(s, '@') >= 0
@@ -80,6 +80,41 @@ func (r *Redactor) Text(s string) string {
 		s = tokenRun.ReplaceAllStringFunc(s, maskRun)
 	}
 	return s
+}
+
+// mayHoldPair reports whether keyPrefix could match s: a ":" or "=" follows
+// a word with a letter in it (then maybe a quote, maybe escaped, and
+// spaces), or s has a byte beyond ASCII, where case folding may make
+// letters of others ("K" is a letter to (?i)[a-z]). "01:27:15" is no pair.
+func mayHoldPair(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return true
+		case c == ':' || c == '=':
+			j := i
+			for j > 0 && strings.IndexByte(" \t\n\f\r", s[j-1]) >= 0 {
+				j--
+			}
+			if j > 0 && s[j-1] == '"' {
+				j--
+			}
+			if j > 0 && s[j-1] == '\\' {
+				j--
+			}
+			for ; j > 0 && isKeyByte(s[j-1]); j-- {
+				if isLetter(rune(s[j-1])) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// isKeyByte reports whether c may be part of a key word of keyPrefix.
+func isKeyByte(c byte) bool {
+	return isLetter(rune(c)) || isDigit(rune(c)) || c == '_' || c == '.' || c == '-'
 }
 
 // mayHoldScheme reports whether authScheme could match s: it holds "bearer"
