@@ -22,6 +22,10 @@ const flushSize = 256
 // all of them costs the database little more than one for the first.
 const flushWindow = 5 * time.Millisecond
 
+// queuedBatches is how many claimed batches may wait for a free sender, so
+// that none sits idle while the next claim is in flight.
+const queuedBatches = 2
+
 // Run claims and sends due links until ctx ends. Then it stops claiming,
 // gives sends in flight up to grace to finish, cancels the rest (their
 // attempts are logged as ambiguous), and hands back the leases of links it
@@ -53,7 +57,7 @@ func (e *Engine) pipeline(ctx context.Context, grace time.Duration, untilIdle bo
 		}
 	}()
 
-	p := &pipe{e: e, jobs: make(chan job, e.opts.BatchSize), results: make(chan models.LinkOutcome, e.opts.Concurrency),
+	p := &pipe{e: e, jobs: make(chan job, queuedBatches*e.opts.BatchSize), results: make(chan models.LinkOutcome, e.opts.Concurrency),
 		freed: make(chan struct{}, 1)}
 	var senders sync.WaitGroup
 	for range e.opts.Concurrency {
@@ -120,10 +124,10 @@ func (p *pipe) signal() {
 func (p *pipe) room() (room, unwritten int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	// Keep up to one batch queued beyond the senders so none sits idle
-	// while the next claim is in flight. Outcomes waiting to be written
-	// do not count: the results channel's bound holds them back instead.
-	return p.e.opts.Concurrency + p.e.opts.BatchSize - p.unsent, p.unwritten
+	// Keep up to queuedBatches batches queued beyond the senders. Outcomes
+	// waiting to be written do not count: the results channel's bound holds
+	// them back instead.
+	return p.e.opts.Concurrency + queuedBatches*p.e.opts.BatchSize - p.unsent, p.unwritten
 }
 
 // turn serialises this engine's write transactions on SQLite.
