@@ -122,7 +122,7 @@ func TestRescueRaceLeavesAFinishedLinkAlone(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, expired, 1)
 
-		out := e.eng.send(context.Background(), job{link: claimed[0], payload: `{"title":"Order 1","total":"11.00"}`,
+		out := e.eng.send(context.Background(), job{link: claimed[0].Link, payload: `{"title":"Order 1","total":"11.00"}`,
 			hash: models.HashPayload(`{"title":"Order 1","total":"11.00"}`)})
 		stale, err := models.FinishLinks(db, []models.LinkOutcome{out}, e.clock.Now())
 		require.NoError(t, err)

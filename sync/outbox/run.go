@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/syncdesk/syncdesk/models"
 )
 
@@ -187,18 +185,9 @@ func (p *pipe) claim(stop context.Context, limit int) (int, error) {
 	if err != nil || len(links) == 0 {
 		return 0, err
 	}
-	records, err := loadRecords(e.db.WithContext(ctx), links)
 	p.claimed(len(links))
-	if err != nil { // give the claim back at once rather than strand it under the lease
-		for _, l := range links {
-			p.results <- handBack(job{link: l}, e.clock.Now())
-			p.sent()
-		}
-		return 0, err
-	}
 	for _, l := range links {
-		r := records[[2]string{l.LocalType, l.LocalID}]
-		p.jobs <- job{link: l, payload: r.Payload, hash: r.ContentHash}
+		p.jobs <- job{link: l.Link, payload: l.Payload, hash: l.ContentHash}
 	}
 	return len(links), nil
 }
@@ -272,21 +261,4 @@ func (p *pipe) flush(batch []models.LinkOutcome) error {
 	}
 	e.observe(batch)
 	return nil
-}
-
-// loadRecords reads the payloads of a batch of links in one query.
-func loadRecords(db *gorm.DB, links []models.Link) (map[[2]string]models.Record, error) {
-	keys := make([][]any, 0, len(links))
-	for _, l := range links {
-		keys = append(keys, []any{l.LocalType, l.LocalID})
-	}
-	var recs []models.Record
-	if err := db.Where("(local_type, local_id) IN ?", keys).Find(&recs).Error; err != nil {
-		return nil, fmt.Errorf("load records: %w", err)
-	}
-	out := make(map[[2]string]models.Record, len(recs))
-	for _, r := range recs {
-		out[[2]string{r.LocalType, r.LocalID}] = r
-	}
-	return out, nil
 }
