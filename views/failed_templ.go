@@ -120,9 +120,9 @@ func FailedPage(p Page, v Failed) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var6 string
-					templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.FormatInt(g.N, 10))
+					templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(Count(g.N))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/failed.templ`, Line: 48, Col: 60}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/failed.templ`, Line: 48, Col: 44}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 					if templ_7745c5c3_Err != nil {
@@ -268,7 +268,7 @@ func FailedPage(p Page, v Failed) templ.Component {
 // failedSummary says how many links failed, in how many groups, and how
 // many of those the page lists.
 func failedSummary(v Failed) string {
-	s := strconv.FormatInt(v.Total, 10) + " failed links in " + strconv.Itoa(v.NGroups) + " groups"
+	s := Count(v.Total) + " failed links in " + strconv.Itoa(v.NGroups) + " groups"
 	if v.NGroups > len(v.Groups) {
 		s += ", the " + strconv.Itoa(len(v.Groups)) + " largest below"
 	}

@@ -5,6 +5,8 @@ package views
 import (
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -104,3 +106,22 @@ func ISO(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // urlQuery escapes a value for a query string.
 func urlQuery(s string) string { return url.QueryEscape(s) }
+
+// Count writes a count with its thousands grouped, as people read them:
+// 1,234,567.
+func Count(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
