@@ -82,10 +82,25 @@ func FailedGroups(db *gorm.DB, limit int) ([]StatFailedGroup, error) {
 	return out, q.Find(&out).Error
 }
 
+// failedLiteral selects failed links with the status as a literal, not a
+// parameter, so that the planners can use the partial indexes on failed links.
+const failedLiteral = "status = 'failed'"
+
+// failedLinks reads failed links through one of the partial indexes on
+// them (migration 0012). SQLite, without statistics, would rather take the
+// (status, id) index and sort every failed link, hence INDEXED BY there.
+func failedLinks(db *gorm.DB, index string) *gorm.DB {
+	table := "external_map"
+	if Dialect(db) == SQLite {
+		table += " INDEXED BY " + index
+	}
+	return db.Table(table).Where(failedLiteral)
+}
+
 // FailedIDs returns the ids of the failed links of one group, newest first.
 func FailedIDs(db *gorm.DB, group string, limit int) ([]int64, error) {
 	var ids []int64
-	err := db.Model(&Link{}).Where("status = ? AND error_group = ?", StatusFailed, group).
+	err := failedLinks(db, "external_map_failed_group_id_idx").Where("error_group = ?", group).
 		Order("id DESC").Limit(limit).Pluck("id", &ids).Error
 	return ids, err
 }

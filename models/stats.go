@@ -46,8 +46,8 @@ const maxFailedGroups = 1000
 // entry, which a page view cannot afford at scale.
 func RefreshFailedGroups(db *gorm.DB, now time.Time) error {
 	var rows []StatFailedGroup
-	err := db.Model(&Link{}).Select("error_group, COUNT(*) AS n, MAX(id) AS example_id").
-		Where("status = ?", StatusFailed).Group("error_group").Order("n DESC, error_group").Limit(maxFailedGroups).Scan(&rows).Error
+	err := failedLinks(db, "external_map_failed_group_id_idx").Select("error_group, COUNT(*) AS n, MAX(id) AS example_id").
+		Group("error_group").Order("n DESC, error_group").Limit(maxFailedGroups).Scan(&rows).Error
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func AttemptHours(db *gorm.DB, since time.Time) ([]StatAttemptHour, error) {
 // NewestFailures returns the most recently failed links.
 func NewestFailures(db *gorm.DB, limit int) ([]Link, error) {
 	var out []Link
-	return out, db.Where("status = ?", StatusFailed).Order("updated_at DESC").Limit(limit).Find(&out).Error
+	return out, failedLinks(db, "external_map_failed_updated_idx").Order("updated_at DESC").Limit(limit).Find(&out).Error
 }
 
 // InProgressRows returns live in-progress rows, oldest first, and how many there are.
