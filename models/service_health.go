@@ -17,14 +17,14 @@ type OutcomeCount struct {
 // CountOutcomesSince counts each service's calls since a time, by outcome:
 // the recent health the Services page shows.
 //
-// The scan starts from attempts_created_idx, so its cost follows the calls
+// The scan starts from attempts_created_outcome_idx, so its cost follows the calls
 // of the window, not the size of the log; each attempt then finds its link
 // by primary key. SQLite, without statistics, would rather walk every link
 // and probe attempts_link_created_idx, hence INDEXED BY.
 func CountOutcomesSince(db *gorm.DB, since time.Time) ([]OutcomeCount, error) {
 	from := "attempts a"
 	if Dialect(db) == SQLite {
-		from += " INDEXED BY attempts_created_idx"
+		from += " INDEXED BY attempts_created_outcome_idx"
 	}
 	q := `SELECT m.external_service AS service, a.outcome AS outcome, COUNT(*) AS n FROM ` + from +
 		` JOIN external_map m ON m.id = a.link_id WHERE a.created_at >= ?
