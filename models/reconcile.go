@@ -208,6 +208,13 @@ func RunDetailByID(db *gorm.DB, id int64) (*RunDetail, error) {
 	if err != nil {
 		return nil, err
 	}
+	return RunDetailOf(db, run)
+}
+
+// RunDetailOf adds to a run already read its confirmation and its counts
+// per kind and status.
+func RunDetailOf(db *gorm.DB, run *ReconciliationRun) (*RunDetail, error) {
+	id := run.ID
 	d := &RunDetail{Run: *run}
 	var conf struct {
 		ConfirmedBy string

@@ -61,7 +61,7 @@ func (s *Server) reconcileSummary() ([]views.ReconcileSummary, error) {
 		case err != nil:
 			return nil, err
 		default:
-			d, err := models.RunDetailByID(s.db, run.ID)
+			d, err := models.RunDetailOf(s.db, run)
 			if err != nil {
 				return nil, err
 			}

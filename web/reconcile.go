@@ -34,7 +34,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	}
 	v := views.Runs{Filter: f.Service, All: s.cfg.ServiceNames(), Services: s.reconcilable()}
 	for _, r := range runs {
-		d, err := models.RunDetailByID(s.db, r.ID)
+		d, err := models.RunDetailOf(s.db, &r)
 		if err != nil {
 			return err
 		}
