@@ -126,3 +126,13 @@ func Close(db *gorm.DB) error {
 
 // Dialect names the database behind db: SQLite or Postgres.
 func Dialect(db *gorm.DB) string { return db.Dialector.Name() }
+
+// indexedBy names a table (and its alias, if any) for a FROM clause, on
+// SQLite with the index it must read. SQLite plans without statistics, and for some queries would rather
+// take a broader index and sort; Postgres's planner needs no such hint.
+func indexedBy(dialect, table, index string) string {
+	if dialect == SQLite {
+		return table + " INDEXED BY " + index
+	}
+	return table
+}

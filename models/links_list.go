@@ -90,11 +90,7 @@ const failedLiteral = "status = 'failed'"
 // them (migration 0012). SQLite, without statistics, would rather take the
 // (status, id) index and sort every failed link, hence INDEXED BY there.
 func failedLinks(db *gorm.DB, index string) *gorm.DB {
-	table := "external_map"
-	if Dialect(db) == SQLite {
-		table += " INDEXED BY " + index
-	}
-	return db.Table(table).Where(failedLiteral)
+	return db.Table(indexedBy(Dialect(db), "external_map", index)).Where(failedLiteral)
 }
 
 // FailedIDs returns the ids of the failed links of one group, newest first.

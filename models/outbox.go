@@ -103,11 +103,7 @@ func ClaimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, lim
 // claim). SQLite, without statistics, still prefers the status index and a
 // sort, hence INDEXED BY.
 func dueSQL(dialect string) string {
-	from := "external_map"
-	if dialect == SQLite {
-		from += " INDEXED BY external_map_due_idx"
-	}
-	return `SELECT id FROM ` + from + ` WHERE status IN ('new', 'retry') AND next_attempt_at <= ?`
+	return `SELECT id FROM ` + indexedBy(dialect, "external_map", "external_map_due_idx") + ` WHERE status IN ('new', 'retry') AND next_attempt_at <= ?`
 }
 
 // holdInProgress marks claimed links as in progress. A row left by "Sync now"

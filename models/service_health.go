@@ -22,10 +22,7 @@ type OutcomeCount struct {
 // by primary key. SQLite, without statistics, would rather walk every link
 // and probe attempts_link_created_idx, hence INDEXED BY.
 func CountOutcomesSince(db *gorm.DB, since time.Time) ([]OutcomeCount, error) {
-	from := "attempts a"
-	if Dialect(db) == SQLite {
-		from += " INDEXED BY attempts_created_outcome_idx"
-	}
+	from := indexedBy(Dialect(db), "attempts a", "attempts_created_outcome_idx")
 	q := `SELECT m.external_service AS service, a.outcome AS outcome, COUNT(*) AS n FROM ` + from +
 		` JOIN external_map m ON m.id = a.link_id WHERE a.created_at >= ?
 		GROUP BY m.external_service, a.outcome`
