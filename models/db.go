@@ -58,6 +58,18 @@ func RedactDSN(v string) string {
 // transaction begins IMMEDIATE: a writer takes the write lock up front and
 // concurrent writers queue on the busy timeout instead of failing with
 // SQLITE_BUSY when a read lock cannot be upgraded.
+//
+// Commits are durable (synchronous=FULL: the WAL is synced at each commit),
+// as Postgres's are by default. With NORMAL, a commit that a power cut or an
+// OS crash catches before the next checkpoint is rolled back, and syncdesk
+// acts on its commits outside the database: a claim is committed (lease,
+// frozen create body, attempt count) before its request leaves, and a
+// webhook is committed before it is acknowledged. Rolled back after the
+// fact, the first would send the link as new — a second create where the
+// provider ignores Idempotency-Key, since nothing marks the first as
+// possibly delivered — and the second would lose an event the provider will
+// not send again. The engine claims and finishes links in batches, so the
+// sync per commit costs it little.
 func Open(v string) (*gorm.DB, error) {
 	dialect, dsn, err := ParseDSN(v)
 	if err != nil {
@@ -106,7 +118,7 @@ func sqliteDSN(path string) string {
 	q.Set("_journal_mode", "WAL")
 	q.Set("_busy_timeout", "10000")
 	q.Set("_foreign_keys", "on")
-	q.Set("_synchronous", "NORMAL")
+	q.Set("_synchronous", "FULL")
 	q.Set("_txlock", "immediate")
 	sep := "?"
 	if strings.Contains(path, "?") {

@@ -59,8 +59,8 @@ func BenchmarkSync(b *testing.B) {
 // BEGIN; INSERT of one small row into a scratch table; COMMIT — issued
 // through GORM as the engine issues its own, one after another on one
 // goroutine, for at least benchRawFor, with the connection settings of
-// models.Open (SQLite: WAL, synchronous=NORMAL, so a commit does not wait
-// for fsync; Postgres: the server's own, here a WAL flush per commit).
+// models.Open (SQLite: WAL, synchronous=FULL, so a commit waits for the
+// WAL's sync; Postgres: the server's own, here a WAL flush per commit).
 // ns/op is per transaction.
 func BenchmarkRawWriteTx(b *testing.B) {
 	for _, dialect := range []string{models.SQLite, models.Postgres} {
