@@ -114,12 +114,17 @@ func (s *Server) retryConfirmed(c echo.Context) error {
 	}
 	s.audit(c, "link.bulk_retry", fmt.Sprintf("%d links", len(ids)), models.OutcomeSuccess,
 		fmt.Sprintf("queued %d, already in progress %d", queued, busy))
-	// Count again now, so the page the operator lands on shows the retry;
-	// if that fails, the next scheduled count will.
-	if err := models.RefreshFailedGroups(s.db, s.clock.Now()); err != nil {
-		s.log.Warn("recount failed groups after a bulk retry", "error", err)
-	}
+	s.recountFailed("a bulk retry")
 	return c.Redirect(http.StatusSeeOther, "/failed?done=bulk-retry")
+}
+
+// recountFailed counts the failed links' groups again after an operator
+// moved links into or out of failed, so that the failed page shows it at
+// once instead of at the next scheduled count. If it fails, that count will.
+func (s *Server) recountFailed(after string) {
+	if err := models.RefreshFailedGroups(s.db, s.clock.Now()); err != nil {
+		s.log.Warn("recount failed groups after "+after, "error", err)
+	}
 }
 
 func formIDs(c echo.Context) ([]int64, error) {

@@ -167,6 +167,9 @@ func (s *Server) syncLink(c echo.Context) error {
 	default:
 		s.audit(c, "link.sync", "link "+c.Param("id"), models.OutcomeSuccess, "")
 		note = "Queued by you at " + s.clock.Now().UTC().Format("15:04:05") + " UTC"
+		if l.Status == models.StatusFailed {
+			s.recountFailed("a retry")
+		}
 		l.Status = models.StatusNew
 	}
 	if c.Request().Header.Get("HX-Request") != "true" {
@@ -188,6 +191,7 @@ func (s *Server) failLink(c echo.Context) error {
 		return err
 	}
 	s.audit(c, "link.mark_failed", "link "+c.Param("id"), models.OutcomeSuccess, reason)
+	s.recountFailed("marking a link failed")
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-failed")
 }
 

@@ -180,6 +180,32 @@ func TestMarkFailedAndRecreate(t *testing.T) {
 	})
 }
 
+// The failed page counts from maintained groups; an operator's retry or
+// "mark as failed" on one link shows there at once, not at the next count.
+func TestFailedCountsFollowOneLinkRetriedOrMarkedFailed(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.seedLinks(60) // 20 failed: links 3, 6, 9, …
+		c := b.signedIn("ana@example.com", models.RoleOperator)
+		require.Contains(t, c.get("/failed").body, "20 failed links in 2 groups")
+
+		r := c.post("/links/3", "/links/3/sync", nil)
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.Contains(t, c.get("/failed").body, "19 failed links in 2 groups", "a retried link leaves the count")
+
+		r = c.post("/links/1", "/links/1/fail", url.Values{"reason": {"customer cancelled"}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		body := c.get("/failed").body
+		require.Contains(t, body, "20 failed links in 3 groups", "a link marked failed joins the count")
+		require.Contains(t, body, "marked failed by an operator")
+
+		r = c.post("/links/2", "/links/2/sync", nil)
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.Contains(t, c.get("/failed").body, "20 failed links in 3 groups", "a link that was not failed changes nothing")
+	})
+}
+
 func TestBulkRetryShowsTheCountAndRetriesExactlyThose(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
