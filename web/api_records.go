@@ -90,6 +90,7 @@ func (s *Server) apiSyncLink(c echo.Context) error {
 		return err
 	}
 	s.audit(c, "link.sync", fmt.Sprintf("link %d", id), models.OutcomeSuccess, "")
+	link.Status = models.StatusNew // as queued, not as it was before the request
 	return c.JSON(http.StatusAccepted, map[string]any{"status": "queued", "link": toLinkJSON(*link)})
 }
 

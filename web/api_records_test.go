@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
@@ -126,9 +127,12 @@ func TestSyncNowThroughTheAPIIsDebounced(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				codes[code]++
-				if code == http.StatusConflict {
-					require.Contains(t, out["error"], "already in progress since")
-					require.Equal(t, "api:shop", out["by"])
+				switch code {
+				case http.StatusConflict:
+					assert.Contains(t, out["error"], "already in progress since")
+					assert.Equal(t, "api:shop", out["by"])
+				case http.StatusAccepted:
+					assert.Equal(t, "new", out["link"].(map[string]any)["status"], "the link as queued")
 				}
 			}()
 		}
