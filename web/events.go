@@ -125,17 +125,11 @@ func (s *Server) replayEvent(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, eventURL(service, id)+"?done=event-replayed")
 }
 
-// eventParams reads the service and event id from the path. Echo matches on
-// the escaped path when the request has one (an id with a "/" in it), and
-// then leaves the escapes in the parameters.
+// eventParams reads the service and event id from the path (readableText
+// has undone any escapes in them: an id may hold a "/").
 func eventParams(c echo.Context) (string, string, error) {
 	service, id := c.Param("service"), c.Param("id")
-	var err1, err2 error
-	if c.Request().URL.RawPath != "" {
-		service, err1 = url.PathUnescape(service)
-		id, err2 = url.PathUnescape(id)
-	}
-	if err1 != nil || err2 != nil || service == "" || id == "" {
+	if service == "" || id == "" {
 		return "", "", errBadRequest("This event address is not valid; open the event from the events list.")
 	}
 	return service, id, nil

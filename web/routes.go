@@ -16,7 +16,7 @@ var publicPrefixes = []string{"/login", "/healthz", "/readyz", "/static/", "/hoo
 // routes is the table of contents of the application: every route is here.
 func (s *Server) routes() error {
 	e := s.echo
-	e.Use(s.recoverPanics, middleware.RequestID(), s.logRequests, s.securityHeaders, s.loadSession)
+	e.Use(s.recoverPanics, middleware.RequestID(), s.logRequests, s.securityHeaders, readableText, s.loadSession)
 
 	csrf, err := s.csrfMiddleware()
 	if err != nil {
@@ -28,7 +28,7 @@ func (s *Server) routes() error {
 	e.GET("/readyz", s.readyz)
 	e.StaticFS("/static", echo.MustSubFS(static.FS, "."))
 	e.GET("/login", s.showLogin, csrf)
-	e.POST("/login", s.login, csrf)
+	e.POST("/login", s.login, readableForm, csrf)
 	e.POST("/hooks/:service", s.receiveHook)
 	if s.cfg.Metrics.Access != "closed" && s.metrics != nil {
 		// Open, or behind its own bearer token: scrapers do not sign in.
@@ -36,7 +36,7 @@ func (s *Server) routes() error {
 	}
 
 	// Pages: a session, then CSRF on every state change.
-	pages := e.Group("", s.requireUser, csrf, noStore)
+	pages := e.Group("", readableForm, s.requireUser, csrf, noStore)
 	pages.POST("/logout", s.logout)
 	pages.GET("/", s.showOverview)
 	pages.GET("/audit", s.listAudit)

@@ -3,6 +3,8 @@ package outbox
 import (
 	"context"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -58,12 +60,27 @@ func (e *Engine) linkSpecs(localType, localID string) []models.LinkSpec {
 // Routed reports whether a local type goes to any service.
 func (e *Engine) Routed(localType string) bool { return len(e.routes[localType]) > 0 }
 
+// validKey accepts the type and id of a record. They end up in paths, in
+// external keys and in Idempotency-Key headers, so neither may hold a
+// slash, a space or a control character.
 func validKey(localType, localID string) error {
-	if localType == "" || len(localType) > 64 || strings.ContainsAny(localType, "/ \t\n") {
-		return models.Invalid("the type must be 1 to 64 characters without spaces or slashes")
+	if !plainKey(localType, 64) {
+		return models.Invalid("the type must be 1 to 64 characters without spaces, slashes or control characters")
 	}
-	if localID == "" || len(localID) > 128 || strings.ContainsAny(localID, "/ \t\n") {
-		return models.Invalid("the id must be 1 to 128 characters without spaces or slashes")
+	if !plainKey(localID, 128) {
+		return models.Invalid("the id must be 1 to 128 characters without spaces, slashes or control characters")
 	}
 	return nil
+}
+
+func plainKey(s string, max int) bool {
+	if s == "" || len(s) > max || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
