@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -117,9 +118,17 @@ func (s *Server) clearSessionCookie(c echo.Context) {
 		SameSite: http.SameSiteLaxMode, Secure: c.IsTLS(), MaxAge: -1})
 }
 
-// safeNext keeps a post-login redirect on this site.
+// safeNext keeps a post-login redirect on this site: a path of its own,
+// never a URL a browser could read as another host. Browsers drop tabs and
+// newlines from a URL and read a backslash as a slash, so "/\t/evil.example"
+// would take the user to evil.example: anything holding one is refused.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
+	if strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(next, "/") ||
+		strings.HasPrefix(next, "//") || strings.HasPrefix(u.Path, "/login") {
 		return "/"
 	}
 	return next

@@ -176,7 +176,8 @@ func TestThrottlingPerIP(t *testing.T) {
 func TestLoginRedirectsBackToTheAskedPageButNeverOffSite(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "/audit?actor=x", safeNext("/audit?actor=x"))
-	for _, bad := range []string{"", "https://evil.example", "//evil.example", "/\\evil.example", "javascript:alert(1)", "/login"} {
+	for _, bad := range []string{"", "https://evil.example", "//evil.example", "/\\evil.example", "javascript:alert(1)", "/login",
+		"/\t/evil.example", "/\n/evil.example", "/\r\n/evil.example", "/\x00/evil.example", "\t//evil.example", "/%09/x\\y"} {
 		require.Equal(t, "/", safeNext(bad), bad)
 	}
 	b := setupSQLite(t)
