@@ -32,23 +32,37 @@ func ParseDSN(v string) (dialect, dsn string, err error) {
 		}
 		return SQLite, path, nil
 	case strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
+		// url.Parse's error quotes the whole URL, password and all: say
+		// what is wrong without it.
 		if _, err := url.Parse(v); err != nil {
-			return "", "", fmt.Errorf("not a valid postgres URL: %w", err)
+			return "", "", errors.New("the postgres URL cannot be read: escape special characters in the user name and password (% as %25, @ as %40, : as %3A, / as %2F)")
 		}
 		return Postgres, v, nil
 	}
-	return "", "", fmt.Errorf("%q is neither sqlite:PATH nor a postgres:// URL", RedactDSN(v))
+	// Not echoed: a key=value DSN carries its password in the clear.
+	return "", "", errors.New("the database must be sqlite:PATH or a postgres:// URL")
 }
 
-// RedactDSN hides a password in a database URL so it can be printed.
+// RedactDSN hides the password in a database URL — in its user part or as
+// a password query parameter — so that it can be printed.
 func RedactDSN(v string) string {
+	if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+		return v // sqlite:PATH carries no secret
+	}
 	u, err := url.Parse(v)
-	if err != nil || u.User == nil {
-		return v
+	if err != nil {
+		return "postgres://(a URL that cannot be read)"
 	}
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
+	q := u.Query()
+	for k := range q {
+		if strings.Contains(strings.ToLower(k), "password") {
+			q.Set(k, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
 	return u.String()
 }
 
