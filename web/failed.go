@@ -108,12 +108,14 @@ func (s *Server) retryConfirmed(c echo.Context) error {
 	if len(ids) == 0 {
 		return errBadRequest("Nothing to retry.")
 	}
-	queued, busy, err := s.outbox.RetryMany(c.Request().Context(), ids, currentUser(c).Email)
+	res, err := s.outbox.RetryMany(c.Request().Context(), ids, currentUser(c).Email)
+	target := fmt.Sprintf("%d links", len(ids))
+	did := fmt.Sprintf("queued %d, already in progress %d, no longer there %d", res.Queued, res.Busy, res.Gone)
 	if err != nil {
+		s.audit(c, "link.bulk_retry", target, models.OutcomeFailure, did+"; then: "+err.Error())
 		return err
 	}
-	s.audit(c, "link.bulk_retry", fmt.Sprintf("%d links", len(ids)), models.OutcomeSuccess,
-		fmt.Sprintf("queued %d, already in progress %d", queued, busy))
+	s.audit(c, "link.bulk_retry", target, models.OutcomeSuccess, did)
 	s.recountFailed("a bulk retry")
 	return c.Redirect(http.StatusSeeOther, "/failed?done=bulk-retry")
 }

@@ -241,6 +241,13 @@ func TestBulkRetryShowsTheCountAndRetriesExactlyThose(t *testing.T) {
 		require.EqualValues(t, 1, stillFailed, "the late one stays failed")
 		require.Contains(t, c.get("/failed").body, "11 failed links in 2 groups", "the page counts again after a bulk retry")
 
+		// A forged or stale id among real ones does not stop the retry half way.
+		r = c.post("/failed", "/failed/retry/confirm", url.Values{"id": {"3", "999999", "9"}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		var entry models.AuditEntry
+		require.NoError(t, db.Where("action = ?", "link.bulk_retry").Order("id DESC").Take(&entry).Error)
+		require.Equal(t, "queued 2, already in progress 0, no longer there 1", entry.Detail)
+
 		viewer := b.signedIn("vic@example.com", models.RoleViewer)
 		require.NotContains(t, viewer.get("/failed").body, "Retry all")
 		require.Equal(t, http.StatusForbidden, viewer.post("/failed", "/failed/retry/confirm", form).status)

@@ -87,20 +87,31 @@ func (e *Engine) Recreate(ctx context.Context, id int64) (*models.Link, error) {
 	return l, err
 }
 
+// BulkRetry counts what a retry of many links did.
+type BulkRetry struct {
+	Queued int // asked to be sent now
+	Busy   int // already in progress: left alone
+	Gone   int // no such link (any more)
+}
+
 // RetryMany asks for each link to be sent now, as SyncNow does one: links
-// already in progress are counted as busy and left alone.
-func (e *Engine) RetryMany(ctx context.Context, ids []int64, who string) (queued, busy int, err error) {
+// already in progress are counted as busy and left alone, ids of no link as
+// gone. It stops at the first other error, having counted what it did.
+func (e *Engine) RetryMany(ctx context.Context, ids []int64, who string) (BulkRetry, error) {
+	var r BulkRetry
 	for _, id := range ids {
 		_, err := e.SyncNow(ctx, id, who)
 		var ip *models.InProgressError
 		switch {
 		case errors.As(err, &ip):
-			busy++
+			r.Busy++
+		case errors.Is(err, models.ErrNotFound):
+			r.Gone++
 		case err != nil:
-			return queued, busy, fmt.Errorf("retry link %d: %w", id, err)
+			return r, fmt.Errorf("retry link %d: %w", id, err)
 		default:
-			queued++
+			r.Queued++
 		}
 	}
-	return queued, busy, nil
+	return r, nil
 }
