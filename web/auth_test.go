@@ -1,11 +1,13 @@
 package web
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,6 +156,49 @@ func TestThrottlingLocksTheAccountAcrossIPs(t *testing.T) {
 		b.clock.Advance(b.cfg.Login.Window + time.Second)
 		require.Equal(t, http.StatusSeeOther, ana.login("ana@example.com", testPassword).status)
 	})
+}
+
+// A burst of wrong passwords at one account, all at once from many IPs,
+// gets only a few checks past the limit: the throttle is read in turn.
+func TestThrottlingHoldsUnderABurst(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.user("ana@example.com", models.RoleOperator)
+		const burst = 40
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		codes := map[int]int{}
+		for i := range burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := b.client()
+				c.ip = fmt.Sprintf("203.0.113.%d", i+1)
+				r := c.login("ana@example.com", "guess")
+				mu.Lock()
+				codes[r.status]++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, burst, codes[http.StatusUnauthorized]+codes[http.StatusTooManyRequests], "only refusals: %v", codes)
+		require.GreaterOrEqual(t, codes[http.StatusUnauthorized], b.cfg.Login.MaxFailures)
+		require.LessOrEqual(t, codes[http.StatusUnauthorized], b.cfg.Login.MaxFailures+maxSignInChecks-1,
+			"password checks past the limit: %v", codes)
+	})
+}
+
+// A password typed into the email field does not reach the audit log.
+func TestASignInAuditsNoPasswordTypedAsEmail(t *testing.T) {
+	t.Parallel()
+	b := setupSQLite(t)
+	c := b.client()
+	require.Equal(t, http.StatusUnauthorized, c.login("Tr0ub4dor&3-horse", "x").status)
+	require.Equal(t, http.StatusUnauthorized, c.login("nobody@example.com", "x").status)
+	var targets []string
+	require.NoError(t, b.db.Model(&models.AuditEntry{}).Where("action = ?", "auth.login").Order("id").Pluck("target", &targets).Error)
+	require.Equal(t, []string{"(not an email address)", "nobody@example.com"}, targets)
 }
 
 func TestThrottlingPerIP(t *testing.T) {

@@ -63,6 +63,10 @@ type Server struct {
 	sched   *schedule.Scheduler
 	rec     *reconcile.Reconciler
 	echo    *echo.Echo
+	// signIns bounds the password checks running at once: each takes
+	// argon2's 19 MiB and a core's worth of work, and a check that waits
+	// here has not yet read the failures that the ones ahead will record.
+	signIns chan struct{}
 }
 
 // New builds the server with every route registered.
@@ -76,7 +80,8 @@ func New(d Deps) (*Server, error) {
 	if d.Redactor == nil {
 		d.Redactor = redact.New(nil)
 	}
-	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, redact: d.Redactor, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, pauser: d.Pauser, sched: d.Scheduler, rec: d.Reconciler, echo: echo.New()}
+	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, redact: d.Redactor, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, pauser: d.Pauser, sched: d.Scheduler, rec: d.Reconciler, echo: echo.New(),
+		signIns: make(chan struct{}, maxSignInChecks)}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError
