@@ -42,7 +42,7 @@ type Service struct {
 type Options struct {
 	Concurrency int           // sends in flight at once (default 64)
 	BatchSize   int           // links claimed per transaction (default Concurrency)
-	Lease       time.Duration // how long a claim is held before it can be rescued (default 2×slowest timeout + 30 s)
+	Lease       time.Duration // how long a claim is held before it can be rescued (default 2×slowest timeout + 30 s; at least 2×slowest + 10 s)
 	Poll        time.Duration // idle wait between claims when nothing is due (default 1 s)
 	Hold        time.Duration // how long a "Sync now" request holds its in-progress row (default Lease)
 	Grace       time.Duration // at a stop, how long sends in flight may finish (default 10 s)
@@ -90,6 +90,9 @@ func New(db *gorm.DB, services []Service, clk clock.Clock, log *slog.Logger, opt
 	if opts.Lease <= 0 {
 		opts.Lease = 2*slowest + 30*time.Second
 	}
+	// A sender starts a job only while its lease covers the longest send
+	// (leaseCovers): a shorter lease would hand every job back unsent.
+	opts.Lease = max(opts.Lease, 2*slowest+2*leaseSpare)
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}

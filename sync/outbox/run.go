@@ -194,13 +194,38 @@ func (p *pipe) claim(stop context.Context, limit int) (int, error) {
 
 func (p *pipe) sendLoop(stop, sendCtx context.Context) {
 	for j := range p.jobs {
-		if stop.Err() != nil {
-			p.results <- handBack(j, p.e.clock.Now())
-		} else {
+		now := p.e.clock.Now()
+		switch {
+		case stop.Err() != nil:
+			p.results <- handBack(j, now)
+		case !p.e.leaseCovers(j, now):
+			p.e.log.Warn("lease ran short while the link waited for a sender; handed back unsent",
+				"service", j.link.ExternalService, "link", j.link.ID)
+			p.results <- handBack(j, now)
+		default:
 			p.results <- p.e.send(sendCtx, j)
 		}
 		p.sent()
 	}
+}
+
+// leaseSpare is the lease a send must leave over when it ends: time to
+// write its outcome, and for clocks that differ between instances.
+const leaseSpare = 5 * time.Second
+
+// leaseCovers reports whether a claimed link's lease outlasts the longest
+// send of it — a lookup and a create, each up to the service's timeout —
+// with leaseSpare to spare. The lease runs from the claim, and a job may
+// wait behind slow sends in this engine's queue: once the lease has run
+// out, a rescuer hands the link to another worker, and a send started
+// now would race that worker's (two creates, or an old update written over
+// a newer one).
+func (e *Engine) leaseCovers(j job, now time.Time) bool {
+	if j.link.LockedUntil == nil {
+		return false
+	}
+	longest := 2 * e.services[j.link.ExternalService].Config.Timeout
+	return j.link.LockedUntil.Sub(now) >= longest+leaseSpare
 }
 
 // handBack returns a claimed link that was never sent to the queue as it was.

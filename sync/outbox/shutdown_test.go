@@ -86,3 +86,39 @@ func TestStopCancelsSendsThatOutlastTheGrace(t *testing.T) {
 	require.Equal(t, models.OutcomeAmbiguous, as[0].Outcome)
 	require.Contains(t, as[0].Error, "cancelled while sending")
 }
+
+// A link that waits in an engine's queue behind slow sends until its lease
+// has run out is handed back unsent: by then a rescuer may have given it to
+// another worker, and a second send would make a second remote object.
+func TestALinkWhoseLeaseRanOutInTheQueueIsNotSent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crm.SetOptions(sandbox.Options{Latency: 300 * time.Millisecond})
+		a := e.engine(db, Options{Concurrency: 1, BatchSize: 1, WorkerID: "A"})
+		b := e.engine(db, Options{Concurrency: 8, WorkerID: "B"})
+		for i := 1; i <= 3; i++ {
+			e.upsert(order(i))
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx, 5*time.Second) }()
+		waitForSends(t, e.crm, 1) // A: link 1 in flight, links 2 and 3 claimed and queued
+		require.EqualValues(t, 3, countStatus(t, db, models.StatusProcessing))
+
+		// The queue waits past the lease (a provider slower than usual), and
+		// B rescues and sends all three.
+		e.clock.Advance(a.opts.Lease + time.Second)
+		n, err := b.Rescue(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 3, n)
+		require.NoError(t, b.Drain(context.Background()))
+		require.Eventually(t, func() bool { return countStatus(t, db, models.StatusSuccess) == 3 }, 10*time.Second, 10*time.Millisecond)
+		stop()
+		require.NoError(t, <-done)
+
+		for _, key := range []string{"site_order_2", "site_order_3"} {
+			require.Equal(t, 1, e.crm.CountByKey(key), key)
+		}
+		require.Contains(t, e.logBuf.String(), "lease ran short while the link waited for a sender")
+	})
+}
