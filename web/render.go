@@ -64,4 +64,7 @@ var flashes = map[string]string{
 	"event-replayed":         "The event was replayed. The outcome and note below are from this replay.",
 	"task-started":           "The task was started. Its outcome shows here when it finishes: reload the page in a moment.",
 	"task-busy":              "That task is already running, so it was not started a second time.",
+	"runs-started":           "A reconciliation run was started for every service. They are listed below; open one to follow it.",
+	"runs-started-some-busy": "A reconciliation run was started for every service that was not already being reconciled. They are listed below.",
+	"runs-all-busy":          "Every service is already being reconciled, so no new run was started. The runs going are listed below.",
 }

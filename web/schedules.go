@@ -1,27 +1,54 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/schedule"
 	"github.com/syncdesk/syncdesk/views"
 )
+
+// reconcileTask is the scheduled task that starts the reconciliations that are due.
+const reconcileTask = "reconcile"
 
 func (s *Server) listSchedules(c echo.Context) error {
 	v := views.Schedules{Running: s.sched != nil}
 	if s.sched != nil {
 		for _, st := range s.sched.States() {
-			v.Tasks = append(v.Tasks, views.TaskRow{Name: st.Name, Every: st.Every, LastStarted: st.LastStarted,
+			row := views.TaskRow{Name: st.Name, Every: st.Every, LastStarted: st.LastStarted,
 				LastDone: st.LastDone, LastError: st.LastError, Runs: st.Runs, NextRun: st.NextRun, Busy: st.Running,
-				RunURL: "/schedules/" + url.PathEscape(st.Name) + "/run"})
+				RunURL: "/schedules/" + url.PathEscape(st.Name) + "/run"}
+			if st.Name == reconcileTask {
+				row.Reconciles = s.reconcilePeriods()
+			}
+			v.Tasks = append(v.Tasks, row)
 		}
 	}
 	return s.render(c, views.SchedulesPage(s.page(c, "Schedules", "/schedules"), v))
+}
+
+// reconcilePeriods says how often each reconcilable service is reconciled.
+// The reconcile task only looks for services that are due; this is the
+// period that makes one due.
+func (s *Server) reconcilePeriods() []views.ServicePeriod {
+	var out []views.ServicePeriod
+	for _, name := range s.reconcilable() {
+		rc := s.cfg.Services[name].Reconcile
+		every := rc.Every
+		if every <= 0 {
+			every = time.Hour // the reconciler's own default for a period left unset
+		}
+		out = append(out, views.ServicePeriod{Service: name, Every: every, Manual: rc.Manual})
+	}
+	return out
 }
 
 // runSchedule starts a task now, outside its period, on an admin's click.
@@ -31,6 +58,9 @@ func (s *Server) runSchedule(c echo.Context) error {
 	st, ok := s.taskState(name)
 	if !ok {
 		return fmt.Errorf("scheduled task %q: %w", name, models.ErrNotFound)
+	}
+	if name == reconcileTask && len(s.reconcilable()) > 0 {
+		return s.reconcileEveryService(c)
 	}
 	if st.Running {
 		s.audit(c, "schedule.run", name, models.OutcomeFailure, "already running")
@@ -45,6 +75,40 @@ func (s *Server) runSchedule(c echo.Context) error {
 	}
 	s.audit(c, "schedule.run", name, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, "/schedules?done=task-started")
+}
+
+// reconcileEveryService is Run now on the reconcile task. The task itself
+// only starts the runs that are due, so a click on it would mostly start
+// nothing: the click starts a run of every service instead, as the
+// reconciliation page's Start button does, and shows them.
+func (s *Server) reconcileEveryService(c echo.Context) error {
+	who := currentUser(c).Email
+	var started, busy []string
+	for _, service := range s.rec.Reconcilable() {
+		id, err := s.rec.Start(c.Request().Context(), service, reconcile.RunOptions{TriggeredBy: who})
+		switch {
+		case errors.Is(err, models.ErrRunActive):
+			busy = append(busy, service)
+		case err != nil:
+			s.audit(c, "schedule.run", reconcileTask, models.OutcomeFailure, err.Error())
+			return fmt.Errorf("start reconciliation of %s: %w", service, err)
+		default:
+			started = append(started, fmt.Sprintf("%s (run %d)", service, id))
+		}
+	}
+	detail := "started " + strings.Join(started, ", ")
+	if len(busy) > 0 {
+		detail += "; already running: " + strings.Join(busy, ", ")
+	}
+	done := "runs-started"
+	switch {
+	case len(started) == 0:
+		done, detail = "runs-all-busy", "already running: "+strings.Join(busy, ", ")
+	case len(busy) > 0:
+		done = "runs-started-some-busy"
+	}
+	s.audit(c, "schedule.run", reconcileTask, models.OutcomeSuccess, detail)
+	return c.Redirect(http.StatusSeeOther, "/reconcile?done="+done)
 }
 
 // taskState finds a task by name; false when there is no scheduler or no such task.

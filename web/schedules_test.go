@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/schedule"
+	"github.com/syncdesk/syncdesk/views"
 )
 
 // testScheduler runs a "send" task that counts its runs and a
@@ -96,4 +99,65 @@ func TestSchedulesWithoutAScheduler(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	require.Contains(t, r.body, `data-testid="empty-schedules"`)
 	require.Equal(t, http.StatusNotFound, admin.post("/schedules", "/schedules/send/run", nil).status)
+}
+
+// reconcileScheduleServer serves syncdesk with a reconciler over the CRM and
+// a scheduler whose reconcile task is the reconciler's own RunDue, as in main.
+func reconcileScheduleServer(t *testing.T, db *gorm.DB) (*bundle, *reconcile.Reconciler) {
+	t.Helper()
+	b, rec := reconcileServer(t, db, 100)
+	log := slog.New(slog.DiscardHandler)
+	sched, err := schedule.New([]schedule.Task{{Name: "reconcile", Every: time.Minute, Run: rec.RunDue}}, nil, log)
+	require.NoError(t, err)
+	sched.Start()
+	t.Cleanup(func() { _ = sched.Stop() })
+	s, err := New(Deps{DB: db, Config: b.cfg, Clock: b.clock, Version: "test", Log: log, Outbox: b.eng,
+		Reconciler: rec, Scheduler: sched})
+	require.NoError(t, err)
+	require.NoError(t, addReconcileRoutes(s))
+	require.NoError(t, addEventAndScheduleRoutes(s))
+	b.srv.Close()
+	b.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(b.srv.Close)
+	return b, rec
+}
+
+// Run now on the reconcile task starts a run of every service, even one
+// reconciled a minute ago: the task alone would start only the runs that
+// are due, that is none, while the page said "The task was started".
+func TestRunNowOnReconcileStartsARunOfEveryService(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, rec := reconcileScheduleServer(t, db)
+		b.seedOrders(1, 2)
+		first, err := rec.Run(context.Background(), "crm", reconcile.RunOptions{TriggeredBy: "scheduler"})
+		require.NoError(t, err)
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+
+		r := admin.get("/schedules")
+		require.Contains(t, r.body, "Checks every minute", "the task's own period, said as what it does")
+		require.Contains(t, r.body, "crm is reconciled every hour")
+		require.Contains(t, r.body, "Starts a run of every service")
+
+		r = admin.post("/schedules", "/schedules/reconcile/run", nil)
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.Equal(t, "/reconcile?done=runs-started", r.header.Get("Location"))
+		last, err := models.LatestRun(db, "crm")
+		require.NoError(t, err)
+		require.Greater(t, last.ID, first.ID, "Run now started no reconciliation run")
+		require.Equal(t, "root@example.com", last.TriggeredBy)
+		b.waitRunEnd(last.ID)
+		r = admin.get("/reconcile?done=runs-started")
+		require.Contains(t, r.body, "A reconciliation run was started for every service")
+		require.Contains(t, r.body, views.RunURL(last.ID))
+		require.Equal(t, int64(1), b.auditCount("schedule.run", models.OutcomeSuccess))
+
+		// A service already being reconciled is not started twice, and the page says so.
+		now := b.clock.Now()
+		require.NoError(t, models.StartRun(db, &models.ReconciliationRun{Service: "crm", TriggeredBy: "other",
+			Owner: "elsewhere", HeartbeatAt: &now, StartedAt: now}))
+		r = admin.post("/schedules", "/schedules/reconcile/run", nil)
+		require.Equal(t, "/reconcile?done=runs-all-busy", r.header.Get("Location"))
+		require.Contains(t, admin.get("/reconcile?done=runs-all-busy").body, "no new run was started")
+	})
 }
