@@ -146,6 +146,9 @@ func FinishLinks(db *gorm.DB, outcomes []LinkOutcome, now time.Time) (stale int,
 		return 0, nil
 	}
 	err = db.Transaction(func(tx *gorm.DB) error {
+		if err := shareRecords(tx, outcomes); err != nil {
+			return err
+		}
 		var calls []Attempt
 		for _, o := range outcomes {
 			calls = append(calls, o.Calls...)
@@ -166,6 +169,35 @@ func FinishLinks(db *gorm.DB, outcomes []LinkOutcome, now time.Time) (stale int,
 		return releaseInProgress(tx, outcomes)
 	})
 	return stale, err
+}
+
+// shareRecords holds the batch's records still until the outcomes are
+// committed (Postgres; SQLite runs one writer at a time anyway). A success
+// goes back to new when its record changed meanwhile, and that check reads
+// the record: under READ COMMITTED it could read a version older than one a
+// writer commits while the finish waits on a link row, or commit after a
+// webhook's requeue skipped the link as still processing — either way the
+// change would never be pushed. With the records held, a writer waits for
+// the finish and then sees the link finished, and a finish that waited for a
+// writer reads its version: every statement after this one sees it.
+func shareRecords(tx *gorm.DB, outcomes []LinkOutcome) error {
+	if Dialect(tx) != Postgres {
+		return nil
+	}
+	keys := make([]string, 0, len(outcomes))
+	args := make([]any, 0, 2*len(outcomes))
+	for _, o := range outcomes {
+		keys = append(keys, "(?::text, ?::text)")
+		args = append(args, o.Link.LocalType, o.Link.LocalID)
+	}
+	// In key order, as every finisher takes them.
+	err := tx.Exec(`SELECT 1 FROM records r JOIN (VALUES `+strings.Join(keys, ", ")+`) AS k (local_type, local_id)
+		ON r.local_type = k.local_type AND r.local_id = k.local_id
+		ORDER BY r.local_type, r.local_id FOR SHARE OF r`, args...).Error
+	if err != nil {
+		return fmt.Errorf("hold the records of %d outcomes: %w", len(outcomes), err)
+	}
+	return nil
 }
 
 // finishChunk bounds the links written by one statement (11 parameters each).
