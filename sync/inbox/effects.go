@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,8 +40,8 @@ func EffectSet(name string) map[string]Effect {
 	switch name {
 	case "payments":
 		return map[string]Effect{
-			"payment.succeeded": transition("pending", "paid"),
-			"payment.refunded":  transition("paid", "refunded"),
+			"payment.succeeded": transition("paid"),
+			"payment.refunded":  transition("refunded"),
 		}
 	case "crm":
 		return map[string]Effect{
@@ -71,10 +72,20 @@ func str(m map[string]any, k string) string {
 	return ""
 }
 
-// transition moves a payment record's status from one value to the next,
-// once: the guard makes a second "succeeded" for a paid payment a no-op. It
-// also adopts the provider's id on a link that lost its create's response.
-func transition(from, to string) Effect {
+// paymentStates ranks a payment's states in the only order they happen: a
+// payment is pending, then paid, then perhaps refunded.
+var paymentStates = []string{"pending", "paid", "refunded"}
+
+// transition moves a payment record forward to the state to, once: the
+// guard makes a second "succeeded" for a paid payment a no-op. Providers do
+// not promise delivery order, and re-send a delivery that got a 5xx later,
+// so a refund can arrive before its payment: an event ahead of the record's
+// state applies even over a step not yet seen (a refund implies the
+// payment), and only one at or behind it is old news. Requiring the exact
+// state before its own would ignore the early refund with a 2xx, and lose
+// it for good. It also adopts the provider's id on a link that lost its
+// create's response.
+func transition(to string) Effect {
 	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
 		obj := object(ev)
 		id, key := str(obj, "id"), str(obj, "external_key")
@@ -95,8 +106,17 @@ func transition(from, to string) Effect {
 		if err != nil {
 			return "", err
 		}
-		if cur := fmt.Sprint(payload["status"]); cur != from {
-			return fmt.Sprintf("%s/%s is %q, not %q: nothing to do", rec.LocalType, rec.LocalID, cur, from), errIgnored
+		from := str(payload, "status")
+		cur, next := slices.Index(paymentStates, from), slices.Index(paymentStates, to)
+		switch {
+		case cur < 0:
+			return "", unprocessable("%s/%s has status %q, which is none of %s: where %q stands against it is unknown, so nothing was changed",
+				rec.LocalType, rec.LocalID, from, strings.Join(paymentStates, ", "), to)
+		case cur == next:
+			return fmt.Sprintf("%s/%s is already %q: nothing to do", rec.LocalType, rec.LocalID, from), errIgnored
+		case cur > next:
+			return fmt.Sprintf("%s/%s is already %q, which comes after %q: the event is older news, nothing to do",
+				rec.LocalType, rec.LocalID, from, to), errIgnored
 		}
 		payload["status"] = to
 		hash, err := setPayload(tx, rec, payload, now)

@@ -91,7 +91,7 @@ func TestPaidCannotBePaidTwice(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, res.Duplicate)
 		require.Equal(t, models.EventIgnored, res.Outcome)
-		require.Contains(t, res.Note, `is "paid", not "pending"`)
+		require.Contains(t, res.Note, `is already "paid"`)
 
 		res, err = e.deliver("payments", paymentEvent("evt_c", "payment.refunded", "1"))
 		require.NoError(t, err)
