@@ -101,7 +101,13 @@ func (c *HTTP) Create(ctx context.Context, localType string, body []byte, idemKe
 	if call.Class == OK {
 		call.ExternalID = stringAt(resp, obj.IDField)
 		if call.ExternalID == "" {
-			call.Class, call.Error = Permanent, fmt.Sprintf("the answer carries no %q field with the new object's id", obj.IDField)
+			// A 2xx says the provider took the create (202, 204) or made the
+			// object and put its id where we do not read it: the object may
+			// exist. Ambiguous, so that the next attempt looks it up by key,
+			// or re-sends with the same Idempotency-Key, before any new create.
+			call.Class, call.Ambiguous = Temporary, true
+			call.Error = fmt.Sprintf("the provider answered HTTP %d without the new object's id (no %q field in its answer); it may have created the object",
+				call.HTTPCode, obj.IDField)
 		}
 	}
 	return call

@@ -1,0 +1,92 @@
+package outbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/connector"
+)
+
+// These tests run the engine against providers whose answers the HTTP
+// connector once misread, and count the remote objects: one link, one object.
+
+// scriptedCRM keeps every object POSTed to it and lets a test shape its
+// answers to creates and to lookups by ?external_key=.
+type scriptedCRM struct {
+	mu      sync.Mutex
+	objs    []map[string]any
+	created func(w http.ResponseWriter, obj map[string]any)
+	found   func(w http.ResponseWriter, objs []map[string]any)
+}
+
+func (f *scriptedCRM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		var obj map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&obj)
+		f.mu.Lock()
+		obj["id"] = fmt.Sprintf("deal_%d", len(f.objs)+1)
+		f.objs = append(f.objs, obj)
+		f.mu.Unlock()
+		f.created(w, obj)
+	case http.MethodGet:
+		key := r.URL.Query().Get("external_key")
+		var found []map[string]any
+		f.mu.Lock()
+		for _, o := range f.objs {
+			if o["external_key"] == key {
+				found = append(found, o)
+			}
+		}
+		f.mu.Unlock()
+		f.found(w, found)
+	}
+}
+
+func (f *scriptedCRM) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.objs)
+}
+
+// engineOn points the crm service of e at f and returns an engine for it.
+func (e *env) engineOn(f *scriptedCRM) *Engine {
+	srv := httptest.NewServer(f)
+	e.t.Cleanup(srv.Close)
+	cfg := crmConfig(srv.URL)
+	e.svcs = []Service{{Name: "crm", Config: cfg, Conn: connector.NewHTTP("crm", cfg, e.redactr, nil)}}
+	return e.engine(e.db, Options{Concurrency: 2})
+}
+
+func TestACreateAnswered202WithoutAnIDIsLookedUpNotCreatedAgain(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		f := &scriptedCRM{
+			created: func(w http.ResponseWriter, _ map[string]any) { w.WriteHeader(http.StatusAccepted) },
+			found:   func(w http.ResponseWriter, objs []map[string]any) { _ = json.NewEncoder(w).Encode(objs) },
+		}
+		eng := e.engineOn(f)
+		e.upsert(order(1))
+		e.settle(eng)
+
+		typ, id, _ := order(1)
+		l := e.link(typ, id, "crm")
+		require.Equal(t, 1, f.count(), "the 202 made the object: one link, one object")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.Equal(t, "deal_1", l.ExternalID, "the object the 202 made is adopted")
+		as := e.attempts(l.ID)
+		require.Len(t, as, 2)
+		require.Equal(t, models.OutcomeAmbiguous, as[0].Outcome)
+		require.Contains(t, as[0].Error, "without the new object's id")
+		require.Equal(t, "deal.lookup", as[1].Operation)
+	})
+}
