@@ -77,14 +77,17 @@ func unchanged(tx *gorm.DB, run FixRun, f Finding, status Status) *gorm.DB {
 		*f.LinkID, status, f.LinkExternalID, run.StartedAt)
 }
 
-// recreateLink queues a genuinely new create for a link whose object is
-// gone: a new idempotency key (the old one would replay the old object), no
-// external id, no lookup. A link the provider said was deleted is never
+// recreateLink queues a new create for a link whose object the listing did
+// not return: a new idempotency key (the old one would replay the old
+// object) and no external id — but a lookup by key first, because a listing
+// can miss an object that exists (an offset page that shifted while it was
+// read, a list that leaves archived objects out): a found object is
+// adopted, never doubled. A link the provider said was deleted is never
 // here: re-creating that one is an operator's decision.
 func recreateLink(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error) {
 	key := fmt.Sprintf("%s-%s-create-%d-r%d", f.LocalType, f.LocalID, now.Unix(), run.ID)
 	res := unchanged(tx, run, f, StatusSuccess).Where("remote_deleted_at IS NULL").Updates(map[string]any{
-		"external_id": "", "idempotency_key": key, "needs_lookup": false, "create_payload": "", "pushed_hash": "",
+		"external_id": "", "idempotency_key": key, "needs_lookup": true, "create_payload": "", "pushed_hash": "",
 		"status": StatusNew, "attempts": 0, "next_attempt_at": now, "last_error": "", "error_group": "", "updated_at": now})
 	return res.RowsAffected == 1, res.Error
 }
