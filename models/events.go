@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,28 +54,26 @@ func PruneEvents(db *gorm.DB, before time.Time, batch int) (int64, error) {
 	return res.RowsAffected, res.Error
 }
 
-// LinkByExternal finds the link of a service by the provider's id or, when
-// that is unknown to us (a lost response), by our external key.
+// LinkByExternal finds the link of a service to a provider's object: by the
+// provider's id, which names one object for good, else by our external key,
+// which is what a link that never learnt its object's id (a lost create
+// response) can be found by. The id is asked first, and on its own: a key
+// can be carried by two objects (a duplicate), and a link found by key may
+// point at another object than the one the caller names — the caller
+// compares the link's ExternalID before acting on it.
 func LinkByExternal(tx *gorm.DB, service, externalID, externalKey string) (*Link, error) {
 	var l Link
-	var q *gorm.DB
-	switch {
-	case externalID != "" && externalKey != "":
-		// Two index lookups joined, not an OR: SQLite, without statistics,
-		// answers "external_id = ? OR external_key = ?" by reading every link
-		// of the service — inside a webhook's write transaction.
-		q = tx.Where("id IN (SELECT id FROM external_map WHERE external_service = ? AND external_id = ?"+
-			" UNION ALL SELECT id FROM external_map WHERE external_service = ? AND external_key = ?)",
-			service, externalID, service, externalKey)
-	case externalID != "":
-		q = tx.Where("external_service = ? AND external_id = ?", service, externalID)
-	case externalKey != "":
-		q = tx.Where("external_service = ? AND external_key = ?", service, externalKey)
-	default:
+	if externalID != "" {
+		err := tx.Where("external_service = ? AND external_id = ?", service, externalID).Order("id").Take(&l).Error
+		if !errors.Is(err, gorm.ErrRecordNotFound) || externalKey == "" {
+			return &l, notFound(err, "link of "+service+" "+externalID)
+		}
+	}
+	if externalKey == "" {
 		return nil, fmt.Errorf("link: %w", ErrNotFound)
 	}
-	err := q.Order("id").Take(&l).Error
-	return &l, notFound(err, "link of "+service+" "+externalID+externalKey)
+	err := tx.Where("external_service = ? AND external_key = ?", service, externalKey).Order("id").Take(&l).Error
+	return &l, notFound(err, "link of "+service+" "+externalKey)
 }
 
 // LockRecord reads a record for update: on Postgres the row is locked until

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,15 +93,9 @@ func transition(to string) Effect {
 		if id == "" && key == "" {
 			return "", unprocessable("the event names no payment: it has neither data.object.id nor data.object.external_key")
 		}
-		link, err := models.LinkByExternal(tx, ev.Service, id, key)
-		if errors.Is(err, models.ErrNotFound) {
-			return fmt.Sprintf("no local record for payment %s%s", id, key), errIgnored
-		} else if err != nil {
-			return "", err
-		}
-		rec, err := models.LockRecord(tx, link.LocalType, link.LocalID)
+		link, rec, note, err := linkedRecord(tx, ev.Service, obj)
 		if err != nil {
-			return "", err
+			return note, err
 		}
 		payload, err := decodeObject(rec.Payload)
 		if err != nil {
@@ -160,9 +155,9 @@ func requeueOthers(tx *gorm.DB, l *models.Link, now time.Time) error {
 // push of ours when they differ: the CRM is not the source of these fields.
 func dealUpdated(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
 	obj := object(ev)
-	link, rec, err := linkedRecord(tx, ev.Service, obj)
-	if err != nil || link == nil {
-		return "no local record for this deal", errOr(err, errIgnored)
+	link, rec, note, err := linkedRecord(tx, ev.Service, obj)
+	if err != nil {
+		return note, err
 	}
 	if link.RemoteDeletedAt != nil {
 		return "the deal was deleted earlier; waiting for an operator", errIgnored
@@ -189,15 +184,17 @@ func dealUpdated(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (str
 // dealDeleted marks the link: the object is gone, and re-creating it is an
 // operator's decision, never automatic.
 func dealDeleted(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
-	link, _, err := linkedRecord(tx, ev.Service, object(ev))
-	if err != nil || link == nil {
-		return "no local record for this deal", errOr(err, errIgnored)
+	obj := object(ev)
+	link, _, note, err := linkedRecord(tx, ev.Service, obj)
+	if err != nil {
+		return note, err
 	}
 	if link.RemoteDeletedAt != nil {
 		return "already marked deleted", errIgnored
 	}
+	gone := cmp.Or(link.ExternalID, str(obj, "id"), link.ExternalKey)
 	msg := fmt.Sprintf("%s reports %s deleted (event %s). Re-create it from the link page once you have confirmed it should exist.",
-		ev.Service, link.ExternalID, ev.ID)
+		ev.Service, gone, ev.ID)
 	err = tx.Model(&models.Link{}).Where("id = ?", link.ID).Updates(map[string]any{"remote_deleted_at": now,
 		"status": models.StatusFailed, "last_error": msg, "last_http_code": 0, "updated_at": now,
 		"error_group": models.ErrorGroup(ev.Service, 0, "deleted remotely: re-create after confirming")}).Error
@@ -237,20 +234,38 @@ func adoptUnknown(kind string) Effect {
 	}
 }
 
-// linkedRecord finds the link and record an event's object belongs to;
-// (nil, nil, nil) when we have none.
-func linkedRecord(tx *gorm.DB, service string, obj map[string]any) (*models.Link, *models.Record, error) {
-	link, err := models.LinkByExternal(tx, service, str(obj, "id"), str(obj, "external_key"))
+// linkedRecord finds the link and the record an event's object belongs to.
+// When there are none, or the link is another object's, it returns why with
+// errIgnored.
+//
+// A link found by our key whose external id is not the event's is left
+// alone: two objects can carry our key (a duplicate, which reconciliation
+// reports for a person to resolve), and an event about the one we do not
+// point at — a person deleting the stray duplicate — would otherwise mark
+// the link of the one we keep deleted, and its Re-create make a third.
+func linkedRecord(tx *gorm.DB, service string, obj map[string]any) (*models.Link, *models.Record, string, error) {
+	id, key := str(obj, "id"), str(obj, "external_key")
+	link, err := models.LinkByExternal(tx, service, id, key)
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, nil, nil
+		return nil, nil, fmt.Sprintf("no local record is linked to %s", strings.Join(nonEmpty(id, key), " or ")), errIgnored
 	} else if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
+	}
+	if id != "" && link.ExternalID != "" && link.ExternalID != id {
+		return nil, nil, fmt.Sprintf("%s carries our key %s, but the link of %s/%s points at %s: the event is about another object (a duplicate?), so the link is left alone",
+			id, key, link.LocalType, link.LocalID, link.ExternalID), errIgnored
 	}
 	rec, err := models.LockRecord(tx, link.LocalType, link.LocalID)
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, nil, nil
+		return nil, nil, fmt.Sprintf("the link of %s/%s has no record", link.LocalType, link.LocalID), errIgnored
+	} else if err != nil {
+		return nil, nil, "", err
 	}
-	return link, rec, err
+	return link, rec, "", nil
+}
+
+func nonEmpty(ss ...string) []string {
+	return slices.DeleteFunc(ss, func(s string) bool { return s == "" })
 }
 
 func setPayload(tx *gorm.DB, rec *models.Record, payload map[string]any, now time.Time) (string, error) {
@@ -286,11 +301,4 @@ func sameJSON(a, b any) bool {
 		return string(out)
 	}
 	return norm(a) == norm(b)
-}
-
-func errOr(err, fallback error) error {
-	if err != nil {
-		return err
-	}
-	return fallback
 }

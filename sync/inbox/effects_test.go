@@ -72,3 +72,79 @@ func TestPaymentInAnUnknownStateIsShownToAnOperator(t *testing.T) {
 		require.Equal(t, "disputed", e.status("1"))
 	})
 }
+
+// crmOrder seeds order id with a link to the CRM's externalID ("" for a
+// link whose create's answer was lost) under the key site_order_<id>.
+func (e *env) crmOrder(id, externalID string) {
+	now := e.clock.Now()
+	payload, hash, err := models.CanonicalPayload([]byte(`{"title":"Order ` + id + `"}`))
+	require.NoError(e.t, err)
+	require.NoError(e.t, e.db.Create(&models.Record{LocalType: "order", LocalID: id, Payload: payload, ContentHash: hash, CreatedAt: now, UpdatedAt: now}).Error)
+	l := models.Link{LocalType: "order", LocalID: id, ExternalService: "crm", ExternalKey: "site_order_" + id,
+		ExternalID: externalID, Status: models.StatusSuccess, NextAttemptAt: now, PushedHash: hash, CreatedAt: now, UpdatedAt: now}
+	if externalID == "" {
+		l.Status, l.PushedHash, l.NeedsLookup, l.Attempts, l.CreatePayload = models.StatusRetry, "", true, 1, payload
+	}
+	require.NoError(e.t, e.db.Create(&l).Error)
+}
+
+func (e *env) link(service, localID string) models.Link {
+	var l models.Link
+	require.NoError(e.t, e.db.Where("external_service = ? AND local_id = ?", service, localID).Take(&l).Error)
+	return l
+}
+
+// Two objects can carry our key (reconciliation reports it as
+// duplicate_remote). An event about the one the link does not point at —
+// a person deleting the stray duplicate — must leave the link alone: marked
+// deleted, it would be re-created as a third object.
+func TestAnEventAboutAnotherObjectWithOurKeyLeavesTheLinkAlone(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crmOrder("1", "deal_B")
+		before := e.link("crm", "1")
+		for i, typ := range []string{"deal.deleted", "deal.updated"} {
+			res, err := e.deliver("crm", `{"id":"m`+string(rune('a'+i))+`","type":"`+typ+`","data":{"id":"deal_A","external_key":"site_order_1","title":"Other"}}`)
+			require.NoError(t, err)
+			require.Equal(t, models.EventIgnored, res.Outcome, "%s: %s", typ, res.Note)
+			require.Contains(t, res.Note, "points at deal_B")
+			require.Equal(t, before, e.link("crm", "1"), "%s of deal_A changed the link to deal_B", typ)
+		}
+
+		e.payment("2")
+		res, err := e.deliver("payments", `{"id":"evt_x","type":"payment.succeeded","data":{"object":{"id":"pay_other","external_key":"site_order_2"}}}`)
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome, res.Note)
+		require.Equal(t, "pending", e.status("2"), "a payment of another object moved ours")
+	})
+}
+
+// The key is only a fallback: an event whose id names one link's object
+// and whose key names another's is about the first.
+func TestTheProvidersIDWinsOverOurKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crmOrder("1", "deal_1")
+		e.crmOrder("2", "deal_2")
+		res, err := e.deliver("crm", `{"id":"m1","type":"deal.deleted","data":{"id":"deal_2","external_key":"site_order_1"}}`)
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+		require.Nil(t, e.link("crm", "1").RemoteDeletedAt, "deal_1 was not deleted")
+		require.NotNil(t, e.link("crm", "2").RemoteDeletedAt, "deal_2 was deleted")
+	})
+}
+
+// A link that never learnt its object's id (the create's answer was lost)
+// is still found by our key.
+func TestALinkWithoutAnIDIsFoundByOurKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crmOrder("1", "")
+		res, err := e.deliver("crm", `{"id":"m1","type":"deal.deleted","data":{"id":"deal_9","external_key":"site_order_1"}}`)
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+		l := e.link("crm", "1")
+		require.NotNil(t, l.RemoteDeletedAt)
+		require.Contains(t, l.LastError, "deal_9", "the message names the object deleted")
+	})
+}
