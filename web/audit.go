@@ -16,7 +16,7 @@ const auditPageSize = 50
 func (s *Server) listAudit(c echo.Context) error {
 	vf := views.AuditFilter{Actor: c.QueryParam("actor"), Action: c.QueryParam("action"),
 		Target: c.QueryParam("target"), Since: c.QueryParam("since"), Until: c.QueryParam("until")}
-	f := models.AuditFilter{Actor: vf.Actor, Action: vf.Action, Target: vf.Target, Limit: auditPageSize}
+	f := models.AuditFilter{Actor: vf.Actor, Action: vf.Action, Target: vf.Target, Limit: auditPageSize + 1}
 	var err error
 	if f.Since, err = parseDay(vf.Since, "from"); err != nil {
 		return err
@@ -36,15 +36,14 @@ func (s *Server) listAudit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.AuditLog{Filter: vf}
+	entries, more := pageOf(entries, auditPageSize)
+	v := views.AuditLog{Filter: vf, NewestURL: newestURL(c, "/audit", "before")}
 	for _, e := range entries {
 		v.Entries = append(v.Entries, views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
 			Outcome: e.Outcome, IP: e.IP, Detail: e.Detail})
 	}
-	if len(entries) == auditPageSize {
-		q := c.QueryParams()
-		q.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
-		v.NextURL = "/audit?" + q.Encode()
+	if more {
+		v.NextURL = pageURL(c, "/audit", "before", entries[len(entries)-1].ID)
 	}
 	return s.render(c, views.AuditPage(s.page(c, "Audit log", "/audit"), v))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -28,7 +29,7 @@ func (s *Server) listEvents(c echo.Context) error {
 	if vf.Outcome != "" && !slices.Contains(eventOutcomes, vf.Outcome) {
 		return errBadRequest("The outcome filter must be applied, ignored or failed; clear the filters and pick one from the list.")
 	}
-	f := models.EventFilter{Provider: vf.Service, Type: vf.Type, Outcome: vf.Outcome, Limit: eventsPageSize}
+	f := models.EventFilter{Provider: vf.Service, Type: vf.Type, Outcome: vf.Outcome, Limit: eventsPageSize + 1}
 	if b := c.QueryParam("before"); b != "" {
 		cur, err := decodeEventCursor(b)
 		if err != nil {
@@ -40,16 +41,17 @@ func (s *Server) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	events, more := pageOf(events, eventsPageSize)
 	v := views.Events{Filter: vf, Services: s.eventServices(vf.Service), Outcomes: eventOutcomes}
 	for _, e := range events {
 		v.Events = append(v.Events, eventRow(e))
 	}
-	q := c.QueryParams()
+	q := maps.Clone(c.QueryParams())
 	if f.After != nil {
 		q.Del("before")
 		v.NewestURL = "/events?" + q.Encode()
 	}
-	if len(events) == eventsPageSize {
+	if more {
 		q.Set("before", encodeEventCursor(models.CursorOf(events[len(events)-1])))
 		v.NextURL = "/events?" + q.Encode()
 	}

@@ -19,7 +19,7 @@ const linksPageSize = 50
 func (s *Server) listLinks(c echo.Context) error {
 	f := views.LinkFilter{Service: c.QueryParam("service"), Status: c.QueryParam("status"), Type: c.QueryParam("type"),
 		Class: c.QueryParam("class"), Q: c.QueryParam("q")}
-	q := models.LinkQuery{Service: f.Service, LocalType: f.Type, Status: models.Status(f.Status), Class: f.Class, Search: f.Q, Limit: linksPageSize}
+	q := models.LinkQuery{Service: f.Service, LocalType: f.Type, Status: models.Status(f.Status), Class: f.Class, Search: f.Q, Limit: linksPageSize + 1}
 	if q.Status != "" && !q.Status.Valid() {
 		return errBadRequest("There is no status called " + strconv.Quote(f.Status) + ".")
 	}
@@ -34,17 +34,17 @@ func (s *Server) listLinks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.Links{Filter: f, Services: s.cfg.ServiceNames(), Types: s.routedTypes(), Filtered: f != views.LinkFilter{}}
+	links, more := pageOf(links, linksPageSize)
+	v := views.Links{Filter: f, Services: s.cfg.ServiceNames(), Types: s.routedTypes(), Filtered: f != views.LinkFilter{},
+		NewestURL: newestURL(c, "/links", "before")}
 	for _, st := range models.Statuses {
 		v.Statuses = append(v.Statuses, string(st))
 	}
 	for _, l := range links {
 		v.Rows = append(v.Rows, linkRow(l))
 	}
-	if len(links) == linksPageSize {
-		qs := c.QueryParams()
-		qs.Set("before", strconv.FormatInt(links[len(links)-1].ID, 10))
-		v.NextURL = "/links?" + qs.Encode()
+	if more {
+		v.NextURL = pageURL(c, "/links", "before", links[len(links)-1].ID)
 	}
 	return s.render(c, views.LinksPage(s.page(c, "Links", "/links"), v))
 }

@@ -253,3 +253,63 @@ func TestBulkRetryShowsTheCountAndRetriesExactlyThose(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, viewer.post("/failed", "/failed/retry/confirm", form).status)
 	})
 }
+
+// A full last page offers no older page: the list reads one row more than a
+// page to know. A page past the end says so and leads back to the newest,
+// instead of saying that there are no links at all.
+func TestLinksPagerStopsAtAFullLastPage(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.seedLinks(2 * linksPageSize)
+		c := b.signedIn("vic@example.com", models.RoleViewer)
+
+		r := c.get("/links?service=crm")
+		require.Len(t, rowIDs(r.body), linksPageSize)
+		next := regexp.MustCompile(`href="([^"]+)" class="btn" data-testid="links-next"`).FindStringSubmatch(r.body)
+		require.NotNil(t, next, "a second page follows")
+		require.NotContains(t, r.body, `data-testid="pager-newest"`, "the first page needs no way back")
+
+		r = c.get(strings.ReplaceAll(next[1], "&amp;", "&"))
+		require.Len(t, rowIDs(r.body), linksPageSize)
+		require.NotContains(t, r.body, `data-testid="links-next"`, "the full last page offers no older links")
+		require.Contains(t, r.body, `href="/links?service=crm" class="btn btn-quiet" data-testid="pager-newest"`)
+
+		r = c.get("/links?service=crm&before=1")
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, "No older links")
+		require.NotContains(t, r.body, "No links yet")
+		require.Contains(t, r.body, `href="/links?service=crm" data-testid="pager-newest"`)
+	})
+}
+
+// The audit log and the runs list page the same way.
+func TestAuditAndRunsPagersStopAtAFullLastPage(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := reconcileServer(t, db, 0)
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+		var n int64
+		require.NoError(t, db.Model(&models.AuditEntry{}).Count(&n).Error)
+		for i := n; i < auditPageSize; i++ {
+			require.NoError(t, db.Create(&models.AuditEntry{At: b.clock.Now(), Actor: "root@example.com",
+				Action: "user.add", Target: fmt.Sprint(i), Outcome: models.OutcomeSuccess}).Error)
+		}
+		r := admin.get("/audit")
+		require.Equal(t, auditPageSize, strings.Count(r.body, `class="outcome outcome-`))
+		require.NotContains(t, r.body, "Older entries", "exactly one page of entries")
+		r = admin.get("/audit?before=1")
+		require.Contains(t, r.body, "No older entries")
+		require.NotContains(t, r.body, "No audit entries match these filters")
+
+		for range runsPageSize {
+			seedRun(t, db, b.clock.Now(), 0)
+		}
+		r = admin.get("/reconcile")
+		require.Equal(t, runsPageSize, strings.Count(r.body, `data-testid="run-row-`))
+		require.NotContains(t, r.body, `data-testid="runs-next"`, "exactly one page of runs")
+		r = admin.get("/reconcile?before=1")
+		require.Contains(t, r.body, "No older runs")
+		require.Contains(t, r.body, `href="/reconcile" data-testid="pager-newest"`)
+	})
+}

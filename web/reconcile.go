@@ -23,7 +23,7 @@ const (
 func errConflict(msg string) error { return &statusError{http.StatusConflict, msg} }
 
 func (s *Server) listRuns(c echo.Context) error {
-	f := models.RunFilter{Service: c.QueryParam("service"), Limit: runsPageSize}
+	f := models.RunFilter{Service: c.QueryParam("service"), Limit: runsPageSize + 1}
 	var err error
 	if f.BeforeID, err = cursorParam(c, "before"); err != nil {
 		return err
@@ -32,7 +32,9 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.Runs{Filter: f.Service, All: s.cfg.ServiceNames(), Services: s.reconcilable()}
+	runs, more := pageOf(runs, runsPageSize)
+	v := views.Runs{Filter: f.Service, All: s.cfg.ServiceNames(), Services: s.reconcilable(),
+		NewestURL: newestURL(c, "/reconcile", "before")}
 	for _, r := range runs {
 		d, err := models.RunDetailOf(s.db, &r)
 		if err != nil {
@@ -40,10 +42,8 @@ func (s *Server) listRuns(c echo.Context) error {
 		}
 		v.Rows = append(v.Rows, s.runRow(d))
 	}
-	if len(runs) == runsPageSize {
-		qs := c.QueryParams()
-		qs.Set("before", strconv.FormatInt(runs[len(runs)-1].ID, 10))
-		v.NextURL = "/reconcile?" + qs.Encode()
+	if more {
+		v.NextURL = pageURL(c, "/reconcile", "before", runs[len(runs)-1].ID)
 	}
 	return s.render(c, views.ReconcilePage(s.page(c, "Reconciliation", "/reconcile"), v))
 }
@@ -165,13 +165,15 @@ func (s *Server) showRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f.Limit = discrepanciesPageSize
+	f.Limit = discrepanciesPageSize + 1
 	found, err := models.ListDiscrepancies(s.db, f)
 	if err != nil {
 		return err
 	}
+	found, more := pageOf(found, discrepanciesPageSize)
 	v := views.RunView{Run: s.runRow(d), ConfirmedBy: d.ConfirmedBy, All: kindCount(d.All), Progress: runProgress(d.Run),
-		Filter: views.DiscrepancyFilter{Kind: f.Kind, Status: f.Status}, CSVURL: csvURL(id, f)}
+		Filter: views.DiscrepancyFilter{Kind: f.Kind, Status: f.Status}, CSVURL: csvURL(id, f),
+		FirstURL: newestURL(c, views.RunURL(id), "after")}
 	if d.ConfirmedAt != nil {
 		v.ConfirmedAt = *d.ConfirmedAt
 	}
@@ -184,10 +186,8 @@ func (s *Server) showRun(c echo.Context) error {
 	for _, x := range found {
 		v.Rows = append(v.Rows, s.discrepancyRow(x))
 	}
-	if len(found) == discrepanciesPageSize {
-		qs := c.QueryParams()
-		qs.Set("after", strconv.FormatInt(found[len(found)-1].ID, 10))
-		v.NextURL = views.RunURL(id) + "?" + qs.Encode()
+	if more {
+		v.NextURL = pageURL(c, views.RunURL(id), "after", found[len(found)-1].ID)
 	}
 	title := fmt.Sprintf("Reconciliation of %s, run %d", d.Run.Service, id)
 	return s.render(c, views.RunPage(s.page(c, title, "/reconcile"), v))
