@@ -118,7 +118,7 @@ func transition(to string) Effect {
 		if err != nil {
 			return "", err
 		}
-		if err := adoptID(tx, link, id, hash, now); err != nil {
+		if err := adoptID(tx, link, id, to, hash, now); err != nil {
 			return "", err
 		}
 		if err := requeueOthers(tx, link, now); err != nil {
@@ -129,18 +129,47 @@ func transition(to string) Effect {
 }
 
 // adoptID gives a link the provider's id when it had none (its create's
-// answer was lost) and records that the provider holds the new state, so
-// that it is not pushed back for nothing. A link being sent is left to its worker.
-func adoptID(tx *gorm.DB, l *models.Link, id, hash string, now time.Time) error {
+// answer was lost), and records the hash of what the provider holds, so that
+// a state it holds is not pushed back for nothing and one it lacks is. A
+// link being sent is left to its worker.
+func adoptID(tx *gorm.DB, l *models.Link, id, to, hash string, now time.Time) error {
 	updates := map[string]any{"updated_at": now}
-	if l.ExternalID == "" && id != "" {
-		updates["external_id"], updates["status"], updates["needs_lookup"] = id, models.StatusSuccess, false
-		updates["create_payload"], updates["last_error"], updates["attempts"] = "", "", 0
-	}
-	if l.Status == models.StatusSuccess || updates["status"] == models.StatusSuccess {
+	switch {
+	case l.ExternalID == "" && id != "":
+		// The provider holds the create's body, frozen at its first attempt,
+		// in the event's state — not the record, which may have changed while
+		// the link waited to retry: such a change is pushed now, as an update.
+		held := heldAfter(l.CreatePayload, to)
+		updates["external_id"], updates["needs_lookup"], updates["create_payload"] = id, false, ""
+		updates["pushed_hash"], updates["last_error"], updates["attempts"] = held, "", 0
+		updates["status"], updates["next_attempt_at"] = models.StatusNew, now
+		if held == hash {
+			updates["status"] = models.StatusSuccess
+		}
+	case l.Status == models.StatusSuccess:
+		// It held the record's previous state, and moved it as we did.
 		updates["pushed_hash"] = hash
 	}
 	return tx.Model(&models.Link{}).Where("id = ? AND status <> ?", l.ID, models.StatusProcessing).Updates(updates).Error
+}
+
+// heldAfter is the hash of a frozen create body moved to the state to, or ""
+// when no body was frozen: then nothing says what the provider holds, and
+// the record is pushed over it.
+func heldAfter(createPayload, to string) string {
+	if createPayload == "" {
+		return ""
+	}
+	body, err := decodeObject(createPayload)
+	if err != nil {
+		return ""
+	}
+	body["status"] = to
+	_, hash, err := canonical(body)
+	if err != nil {
+		return ""
+	}
+	return hash
 }
 
 // requeueOthers queues a push of the record's new state to every other
@@ -269,15 +298,20 @@ func nonEmpty(ss ...string) []string {
 }
 
 func setPayload(tx *gorm.DB, rec *models.Record, payload map[string]any, now time.Time) (string, error) {
+	body, hash, err := canonical(payload)
+	if err != nil {
+		return "", err
+	}
+	return hash, models.SetRecordPayload(tx, rec, body, hash, now)
+}
+
+// canonical is a payload as records store it, and its content hash.
+func canonical(payload map[string]any) (string, string, error) {
 	raw, err := json.Marshal(payload)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	canonical, hash, err := models.CanonicalPayload(raw)
-	if err != nil {
-		return "", err
-	}
-	return hash, models.SetRecordPayload(tx, rec, canonical, hash, now)
+	return models.CanonicalPayload(raw)
 }
 
 func decodeObject(s string) (map[string]any, error) {

@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -147,4 +148,52 @@ func TestALinkWithoutAnIDIsFoundByOurKey(t *testing.T) {
 		require.NotNil(t, l.RemoteDeletedAt)
 		require.Contains(t, l.LastError, "deal_9", "the message names the object deleted")
 	})
+}
+
+// A payment event adopts the provider's id on a link whose create's answer
+// was lost. The provider holds the create's body, frozen at its first
+// attempt: a change made to the record while the link waited is still to
+// push, and only a record that has not changed is done.
+func TestAdoptionByWebhookPushesWhatChangedSinceTheCreate(t *testing.T) {
+	const frozen = `{"amount":1000,"currency":"EUR","status":"pending"}`
+	cases := []struct {
+		name, frozen, record string
+		status               models.Status
+	}{
+		{"unchanged since the create", frozen, frozen, models.StatusSuccess},
+		{"changed while the link waited", frozen, `{"amount":1200,"currency":"EUR","status":"pending"}`, models.StatusNew},
+		{"no create body was frozen", "", frozen, models.StatusNew},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				e := setup(t, db)
+				now := e.clock.Now()
+				payload, hash, err := models.CanonicalPayload([]byte(c.record))
+				require.NoError(t, err)
+				require.NoError(t, db.Create(&models.Record{LocalType: "order", LocalID: "1", Payload: payload, ContentHash: hash, CreatedAt: now, UpdatedAt: now}).Error)
+				require.NoError(t, db.Create(&models.Link{LocalType: "order", LocalID: "1", ExternalService: "payments", ExternalKey: "site_order_1",
+					Status: models.StatusRetry, NeedsLookup: true, CreatePayload: c.frozen, Attempts: 1, LastError: "timeout",
+					NextAttemptAt: now.Add(time.Minute), CreatedAt: now, UpdatedAt: now}).Error)
+
+				res, err := e.deliver("payments", paymentEvent("evt_1", "payment.succeeded", "1"))
+				require.NoError(t, err)
+				require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+				l := e.link("payments", "1")
+				rec, err := models.RecordByKey(db, "order", "1")
+				require.NoError(t, err)
+				require.Equal(t, "pay_1", l.ExternalID)
+				require.Equal(t, c.status, l.Status, "record %s, frozen create body %q", rec.Payload, c.frozen)
+				require.False(t, l.NeedsLookup)
+				require.Empty(t, l.CreatePayload)
+				require.Zero(t, l.Attempts)
+				if c.status == models.StatusSuccess {
+					require.Equal(t, rec.ContentHash, l.PushedHash)
+					return
+				}
+				require.NotEqual(t, rec.ContentHash, l.PushedHash, "the provider does not hold the record")
+				require.False(t, l.NextAttemptAt.After(now), "the push of the record is due now, not at the create's retry")
+			})
+		})
+	}
 }
