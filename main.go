@@ -236,7 +236,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sendTo, listFrom := connectors(cfg, r)
-	eng := outbox.New(db, sendTo, clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg})
+	eng := outbox.New(db, sendTo, clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg, Redactor: r})
 	rec := reconcile.New(db, listFrom, clk, log, reconcile.Options{})
 	pauser := services.NewPauser(db, cfg.ServiceNames(), clk, log)
 	eng.SetPaused(pauser.Paused)

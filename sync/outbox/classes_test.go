@@ -72,7 +72,7 @@ func (c *poisonConn) Create(ctx context.Context, typ string, body []byte, key st
 		return connector.Call{Operation: "deal.create", Class: connector.Temporary, HTTPCode: 503, Error: "HTTP 503: down for this one"}
 	case key == "order-panic-create":
 		c.panics.Add(1)
-		panic("connector bug")
+		panic("connector bug; request had Authorization: Bearer sk_live_4eC39HqLyjWDarjtT1zdp7dc")
 	}
 	return c.Connector.Create(ctx, typ, body, key)
 }
@@ -102,7 +102,12 @@ func TestPoisonRecordsDoNotStopTheQueue(t *testing.T) {
 			require.Equal(t, models.StatusFailed, l.Status)
 			require.Len(t, e.attempts(l.ID), 6, id)
 		}
-		require.Contains(t, e.link("order", "panic", "crm").LastError, "the connector crashed: connector bug")
+		panicked := e.link("order", "panic", "crm")
+		require.Contains(t, panicked.LastError, "the connector crashed: connector bug")
+		require.NotContains(t, panicked.LastError, "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "a panic's words are redacted")
+		for _, a := range e.attempts(panicked.ID) {
+			require.NotContains(t, a.Error, "sk_live_4eC39HqLyjWDarjtT1zdp7dc")
+		}
 		require.EqualValues(t, 6, pc.panics.Load(), "each panic failed one attempt, not the worker")
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
 // Connector is what the engine needs of a service. connector.HTTP is the
@@ -49,6 +50,9 @@ type Options struct {
 	WorkerID    string        // default host-pid-random
 	// Registry receives the engine's Prometheus metrics; nil keeps them unregistered.
 	Registry prometheus.Registerer
+	// Redactor masks what the engine writes in its own words (a connector's
+	// panic); default: the built-in fields and patterns.
+	Redactor *redact.Redactor
 }
 
 // Engine sends links. One per process; several processes may share a Postgres.
@@ -98,6 +102,9 @@ func New(db *gorm.DB, services []Service, clk clock.Clock, log *slog.Logger, opt
 	}
 	if opts.Hold <= 0 {
 		opts.Hold = opts.Lease
+	}
+	if opts.Redactor == nil {
+		opts.Redactor = redact.New(nil)
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = 10 * time.Second

@@ -37,6 +37,9 @@ type sender struct {
 	svc Service
 	j   job
 	out *models.LinkOutcome
+	// stopped: the last call was cut short by our own stop, which says
+	// nothing about the provider and must not use up the link's attempts.
+	stopped bool
 }
 
 func (s *sender) run(ctx context.Context) {
@@ -115,12 +118,16 @@ func (s *sender) call(ctx context.Context, f func() connector.Call) (c connector
 			if r := recover(); r != nil {
 				// A bug, not the provider: retried like a temporary failure, so that
 				// a fix deployed meanwhile gets its chance, and bounded by max attempts.
-				c = connector.Call{Operation: "connector", Class: connector.Temporary, Error: fmt.Sprintf("the connector crashed: %v", r)}
+				// The panic's value may quote a request, headers and all: redacted
+				// like every excerpt, since it is stored and shown.
+				c = connector.Call{Operation: "connector", Class: connector.Temporary,
+					Error: s.e.opts.Redactor.Excerpt(s.e.opts.Redactor.Text(fmt.Sprintf("the connector crashed: %v", r)), 300)}
 				s.e.log.Error("connector panic", "service", s.svc.Name, "link", s.j.link.ID, "panic", fmt.Sprint(r))
 			}
 		}()
 		c = f()
 	}()
+	s.stopped = ctx.Err() != nil
 	s.out.Attempts++
 	outcome := models.Outcome(c.Class)
 	if c.Class != connector.OK && c.Ambiguous {
@@ -150,6 +157,13 @@ func (s *sender) settle(c connector.Call, pushed string) {
 		if s.out.LastError == "" {
 			s.out.LastError = fmt.Sprintf("HTTP %d", c.HTTPCode)
 		}
+	case s.stopped:
+		// Back to the queue as soon as an engine runs again, looked up first
+		// if the request may have arrived. The attempt is logged and counted,
+		// but never the one that exhausts the link's attempts: the next
+		// engine gets at least one more.
+		s.out.NeedsLookup = s.out.NeedsLookup || c.Ambiguous
+		s.out.Status, s.out.NextAttempt = models.StatusRetry, now
 	default:
 		s.out.NeedsLookup = s.out.NeedsLookup || c.Ambiguous
 		if s.out.Attempts >= s.svc.Config.Retry.MaxAttempts {

@@ -103,7 +103,7 @@ func TestALinkWhoseLeaseRanOutInTheQueueIsNotSent(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- a.Run(ctx, 5*time.Second) }()
 		waitForSends(t, e.crm, 1) // A: link 1 in flight, links 2 and 3 claimed and queued
-		require.EqualValues(t, 3, countStatus(t, db, models.StatusProcessing))
+		require.Eventually(t, func() bool { return countStatus(t, db, models.StatusProcessing) == 3 }, 5*time.Second, time.Millisecond)
 
 		// The queue waits past the lease (a provider slower than usual), and
 		// B rescues and sends all three.
@@ -120,5 +120,29 @@ func TestALinkWhoseLeaseRanOutInTheQueueIsNotSent(t *testing.T) {
 			require.Equal(t, 1, e.crm.CountByKey(key), key)
 		}
 		require.Contains(t, e.logBuf.String(), "lease ran short while the link waited for a sender")
+	})
+}
+
+// A stop that cuts a send short says nothing about the provider: it does
+// not use up the link's last attempt, and the link goes back to the queue,
+// to be looked up first.
+func TestOurOwnStopDoesNotUseUpALinksAttempts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crm.SetOptions(sandbox.Options{Latency: 3 * time.Second})
+		e.svcs[0].Config.Timeout = 10 * time.Second
+		eng := e.engine(db, Options{Concurrency: 2})
+		e.upsert(order(1))
+		require.NoError(t, db.Model(&models.Link{}).Where("local_id = ?", "1").Update("attempts", 5).Error) // 5 of 6 used
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- eng.Run(ctx, 200*time.Millisecond) }()
+		waitForSends(t, e.crm, 1)
+		stop()
+		require.NoError(t, <-done)
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusRetry, l.Status, l.LastError)
+		require.True(t, l.NeedsLookup, "the cut request may have arrived")
+		require.Contains(t, l.LastError, "syncdesk was stopping")
 	})
 }
