@@ -1,9 +1,12 @@
 package web
 
 import (
+	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,5 +42,30 @@ func TestAdminChangesRoleAndResetsPassword(t *testing.T) {
 
 		viewer := b.signedIn("vic@example.com", models.RoleViewer)
 		require.Equal(t, http.StatusForbidden, viewer.post("/", "/users/reset", url.Values{"email": {"root@example.com"}}).status)
+	})
+}
+
+// pageText is what a page reads as: its text without tags, spaces collapsed.
+func pageText(body string) string {
+	return strings.Join(strings.Fields(html.UnescapeString(tagRe.ReplaceAllString(body, ""))), " ")
+}
+
+var tagRe = regexp.MustCompile(`<[^>]*>`)
+
+// A time and the words after it are apart: "just now by root@…", not "just nowby".
+func TestTimesAreSpacedFromTheWordsAfterThem(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := reconcileServer(t, db, 0)
+		id := seedRun(t, db, b.clock.Now(), 1)
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+		r := admin.post("/users", "/tokens", url.Values{"name": {"shop"}})
+		require.Equal(t, http.StatusOK, r.status, r.body)
+		require.Contains(t, pageText(admin.get("/users").body), "just now by root@example.com")
+
+		run := pageText(admin.get(fmt.Sprintf("/reconcile/%d", id)).body)
+		require.Contains(t, run, "just now (took 3 s)")
+		require.Contains(t, run, "just now by test")
+		require.Contains(t, pageText(admin.get("/reconcile").body), "just now by test")
 	})
 }
