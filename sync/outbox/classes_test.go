@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,6 +40,20 @@ func TestErrorClasses(t *testing.T) {
 			require.Len(t, e.attempts(l.ID), 6)
 			require.Contains(t, l.LastError, "gave up after 6 attempts")
 			require.Zero(t, e.pay.CountByKey("site_payment_503"))
+		})
+		t.Run("a last attempt that looks up and finds nothing fails with the failure before it", func(t *testing.T) {
+			e := setup(t, db)
+			e.upsert(order(1))
+			require.NoError(t, db.Model(&models.Link{}).Where("local_id = ?", "1").Updates(map[string]any{
+				"status": models.StatusRetry, "attempts": 5, "needs_lookup": true,
+				"last_error": "HTTP 429: slow down", "last_http_code": 429}).Error)
+			e.settle(e.eng)
+			l := e.link("order", "1", "crm")
+			require.Equal(t, models.StatusFailed, l.Status)
+			require.Equal(t, "gave up after 6 attempts (the last one a lookup that found nothing); the failure before it: HTTP 429: slow down", l.LastError)
+			require.Equal(t, 429, l.LastHTTPCode)
+			require.True(t, strings.HasPrefix(l.ErrorGroup, "crm · HTTP 429 · "), "grouped by what went wrong, not as 'no answer': %s", l.ErrorGroup)
+			require.Zero(t, e.crm.CountByKey("site_order_1"), "no create past max attempts")
 		})
 		t.Run("429 with Retry-After: 7 waits at least 7 s", func(t *testing.T) {
 			e := setup(t, db)

@@ -100,12 +100,18 @@ func (s *sender) invalid(err error) bool {
 }
 
 // retryBudgetSpent stops a lookup-then-create from exceeding max attempts.
+// The lookup found nothing, so the reason the link fails is the failure
+// that made it look: that is what the person reading it needs.
 func (s *sender) retryBudgetSpent() bool {
 	if s.out.Attempts < s.svc.Config.Retry.MaxAttempts {
 		return false
 	}
 	s.out.Status = models.StatusFailed
-	s.out.LastError = fmt.Sprintf("gave up after %d attempts", s.out.Attempts)
+	s.out.LastError = fmt.Sprintf("gave up after %d attempts (the last one a lookup that found nothing)", s.out.Attempts)
+	if prev := s.j.link.LastError; prev != "" {
+		s.out.LastError += "; the failure before it: " + prev
+		s.out.LastHTTP = s.j.link.LastHTTPCode
+	}
 	return true
 }
 
