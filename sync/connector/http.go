@@ -126,7 +126,9 @@ func (c *HTTP) Update(ctx context.Context, localType, externalID string, body []
 	return call
 }
 
-// Lookup finds every object carrying our key. A 404 means none.
+// Lookup finds every object carrying our key. Only a 404 or an explicitly
+// empty list means none: "none" lets the engine create, so an answer the
+// connector cannot read is a temporary failure, never an empty result.
 func (c *HTTP) Lookup(ctx context.Context, localType, key string) Call {
 	obj := c.svc.Objects[localType]
 	call, resp := c.do(ctx, obj.Remote+".lookup", obj.Lookup, map[string]string{"external_key": key}, nil, nil)
@@ -134,17 +136,56 @@ func (c *HTTP) Lookup(ctx context.Context, localType, key string) Call {
 		call.Class, call.Error = OK, ""
 		return call
 	}
-	for _, item := range items(resp) {
-		if fmt.Sprint(valueAt(item, obj.KeyField)) == key { // a provider's search may be loose: trust only exact keys
-			if id := stringAt(item, obj.IDField); id != "" {
-				call.Found = append(call.Found, id)
-			}
-		}
+	if call.Class != OK {
+		return call
 	}
-	if len(call.Found) == 1 {
-		call.ExternalID = call.Found[0]
+	found, err := carrying(resp, obj, key)
+	if err != nil {
+		call.Class, call.Error = Temporary, "the lookup's answer was not understood: "+err.Error()
+		return call
+	}
+	call.Found = found
+	if len(found) == 1 {
+		call.ExternalID = found[0]
 	}
 	return call
+}
+
+// carrying returns the ids of the objects in a lookup answer whose key is
+// exactly key: a provider's search may be loose. An answer it cannot read
+// is an error: a list of another shape, one object without the key field,
+// an object whose key cannot be read, or one carrying key without an id.
+func carrying(resp any, obj config.Object, key string) ([]string, error) {
+	list, ok := listItems(resp)
+	if !ok {
+		m, isObject := resp.(map[string]any)
+		if !isObject || valueAt(m, obj.KeyField) == nil {
+			return nil, fmt.Errorf("expected %s, or one object with a %q field", listShapes, obj.KeyField)
+		}
+		list = []map[string]any{m}
+	}
+	var ids []string
+	for _, item := range list {
+		// Of an object whose key cannot be read, whether it is ours cannot
+		// be told; taking it for someone else's could hide the object a
+		// lost create made.
+		switch v := valueAt(item, obj.KeyField).(type) {
+		case nil:
+			return nil, fmt.Errorf("an object in the list has no %q field", obj.KeyField)
+		case string, json.Number:
+			if fmt.Sprint(v) != key {
+				continue
+			}
+		default:
+			return nil, fmt.Errorf("an object's %q field is not text", obj.KeyField)
+		}
+		id := stringAt(item, obj.IDField)
+		if id == "" {
+			return nil, fmt.Errorf("an object carrying the key has no %q field with its id", obj.IDField)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // List reads one page of the provider's objects.
@@ -279,6 +320,40 @@ func providerMessage(decoded any, raw []byte) string {
 		return http.StatusText(0)
 	}
 	return s
+}
+
+// listShapes names, for an error, the list answers the connector reads.
+const listShapes = `a list ([…], {"items":[…]} or {"data":[…]})`
+
+// listItems reads a list answer: a bare array, {"items": […]} or
+// {"data": […]}, every element an object. It reports false for anything
+// else, so that an answer of another shape is never read as an empty list.
+func listItems(v any) ([]map[string]any, bool) {
+	var list []any
+	switch t := v.(type) {
+	case []any:
+		list = t
+	case map[string]any:
+		l, ok := t["items"].([]any)
+		if !ok {
+			l, ok = t["data"].([]any)
+		}
+		if !ok {
+			return nil, false
+		}
+		list = l
+	default:
+		return nil, false
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, it := range list {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, m)
+	}
+	return out, true
 }
 
 // items returns the objects of a list answer: a bare array, {"items": […]},

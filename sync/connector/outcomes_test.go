@@ -1,13 +1,16 @@
 package connector
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
@@ -46,4 +49,96 @@ func TestCreateAnsweredWithoutAnIDMayHaveCreatedTheObject(t *testing.T) {
 			require.Contains(t, call.Error, `"data.id"`, "the error names the field that was read")
 		})
 	}
+}
+
+// Only a 404 or an explicitly empty list says that no object carries the
+// key: the engine creates on "none", so an answer of any other shape must
+// fail the lookup rather than read as empty. The service reads the key at
+// "external_key" and the id at "data.id".
+func TestALookupAnswerItCannotReadIsNotNoneFound(t *testing.T) {
+	const key = "site_order_1"
+	mine := `{"external_key":"site_order_1","data":{"id":"d1"}}`
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		found  []string // nil: none found
+		err    string   // "": the lookup succeeds
+	}{
+		{"404", http.StatusNotFound, `{"error":"no such deal"}`, nil, ""},
+		{"an empty array", 200, `[]`, nil, ""},
+		{"empty items", 200, `{"items":[]}`, nil, ""},
+		{"empty data", 200, `{"data":[],"next_cursor":""}`, nil, ""},
+		{"an array", 200, `[` + mine + `]`, []string{"d1"}, ""},
+		{"items", 200, `{"items":[` + mine + `]}`, []string{"d1"}, ""},
+		{"data", 200, `{"data":[` + mine + `]}`, []string{"d1"}, ""},
+		{"one object carrying the key", 200, mine, []string{"d1"}, ""},
+		{"one object carrying another key", 200, `{"external_key":"site_order_10","data":{"id":"d7"}}`, nil, ""},
+		{"near misses of a loose search", 200, `[{"external_key":"site_order_10","data":{"id":"d7"}}]`, nil, ""},
+		{"a numeric id", 200, `[{"external_key":"site_order_1","data":{"id":42}}]`, []string{"42"}, ""},
+		{"two objects carrying the key", 200, `[` + mine + `,{"external_key":"site_order_1","data":{"id":"d2"}}]`, []string{"d1", "d2"}, ""},
+
+		{"another wrapper (HubSpot's results)", 200, `{"total":1,"results":[` + mine + `]}`, nil, `expected a list ([…], {"items":[…]} or {"data":[…]}), or one object with a "external_key" field`},
+		{"an empty wrapper of another name", 200, `{"total":0,"results":[]}`, nil, "not understood"},
+		{"one object without the key field", 200, `{"data":{"id":"d1"}}`, nil, "not understood"},
+		{"an empty body", 200, ``, nil, "not understood"},
+		{"JSON null", 200, `null`, nil, "not understood"},
+		{"null items", 200, `{"items":null}`, nil, "not understood"},
+		{"not JSON", 200, `<html>search</html>`, nil, "not understood"},
+		{"a list of ids", 200, `["d1"]`, nil, "not understood"},
+		{"an object without the key field", 200, `[{"data":{"id":"d1"}}]`, nil, `an object in the list has no "external_key" field`},
+		{"a key that is not text", 200, `[{"external_key":{"value":"site_order_1"},"data":{"id":"d1"}}]`, nil, `"external_key" field is not text`},
+		{"the key without an id", 200, `[{"external_key":"site_order_1","id":"d1"}]`, nil, `carrying the key has no "data.id" field`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			call := answering(t, tc.status, tc.body).Lookup(context.Background(), "order", key)
+			if tc.err != "" {
+				require.Equal(t, Temporary, call.Class, "an unreadable answer is retried, never taken for none found")
+				require.False(t, call.Ambiguous, "a lookup changes nothing")
+				require.Empty(t, call.Found)
+				require.Contains(t, call.Error, "the lookup's answer was not understood: ")
+				require.Contains(t, call.Error, tc.err)
+				return
+			}
+			require.Equal(t, OK, call.Class, call.Error)
+			require.Equal(t, tc.found, call.Found)
+			if len(tc.found) == 1 {
+				require.Equal(t, tc.found[0], call.ExternalID)
+			} else {
+				require.Empty(t, call.ExternalID)
+			}
+		})
+	}
+}
+
+// carrying reads outside input: whatever the answer, it never panics, and
+// it reports none found only for a list shape it knows or for one object
+// that carries the key field.
+func FuzzLookupAnswer(f *testing.F) {
+	for _, s := range []string{`[]`, `{"items":[]}`, `{"data":[]}`, `{"total":1,"results":[{"k":"a"}]}`,
+		`[{"k":"a","id":"1"}]`, `{"k":"a","id":1}`, `{"k":{"x":1}}`, `[1,"a",null]`, `null`, ``, `{"items":{"k":"a"}}`} {
+		f.Add([]byte(s))
+	}
+	obj := config.Object{KeyField: "k", IDField: "id"}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		_ = dec.Decode(&v)
+		ids, err := carrying(v, obj, "a")
+		if err != nil || len(ids) > 0 {
+			return
+		}
+		switch t0 := v.(type) {
+		case []any:
+			return
+		case map[string]any:
+			_, items := t0["items"].([]any)
+			_, data := t0["data"].([]any)
+			if items || data || t0["k"] != nil {
+				return
+			}
+		}
+		t.Fatalf("%q read as none found", body)
+	})
 }

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -88,5 +90,47 @@ func TestACreateAnswered202WithoutAnIDIsLookedUpNotCreatedAgain(t *testing.T) {
 		require.Equal(t, models.OutcomeAmbiguous, as[0].Outcome)
 		require.Contains(t, as[0].Error, "without the new object's id")
 		require.Equal(t, "deal.lookup", as[1].Operation)
+	})
+}
+
+// A create whose answer is lost is looked up before it is tried again; a
+// lookup answer in a shape the connector does not read (HubSpot's
+// {"total","results"}) once counted as "none found" and let the retry
+// create a second object. Now the lookup fails until max attempts, and the
+// link fails with a reason, still marked for a lookup.
+func TestALookupAnswerOfAnUnknownShapeDoesNotLetASecondCreateThrough(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		var answered atomic.Bool
+		f := &scriptedCRM{
+			created: func(w http.ResponseWriter, obj map[string]any) {
+				if !answered.Swap(true) {
+					time.Sleep(700 * time.Millisecond) // past the 500 ms timeout: made, its answer lost
+					return
+				}
+				w.WriteHeader(http.StatusCreated)
+				_ = json.NewEncoder(w).Encode(obj)
+			},
+			found: func(w http.ResponseWriter, objs []map[string]any) {
+				_ = json.NewEncoder(w).Encode(map[string]any{"total": len(objs), "results": objs})
+			},
+		}
+		eng := e.engineOn(f)
+		e.upsert(order(1))
+		e.settle(eng)
+
+		typ, id, _ := order(1)
+		l := e.link(typ, id, "crm")
+		require.Equal(t, 1, f.count(), "one remote object for one link")
+		require.Equal(t, models.StatusFailed, l.Status)
+		require.True(t, l.NeedsLookup, "a Retry must still look up before creating")
+		require.Contains(t, l.LastError, "the lookup's answer was not understood")
+		as := e.attempts(l.ID)
+		require.Len(t, as, 6)
+		require.Equal(t, models.OutcomeAmbiguous, as[0].Outcome)
+		for _, a := range as[1:] {
+			require.Equal(t, "deal.lookup", a.Operation)
+			require.Equal(t, models.OutcomeTemporary, a.Outcome)
+		}
 	})
 }
