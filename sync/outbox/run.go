@@ -8,12 +8,17 @@ import (
 	"time"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/clock"
 )
 
 // flushSize bounds the outcomes written per transaction. Writing many links'
 // results in one transaction is what lets the engine outrun the database's
 // rate of small transactions.
 const flushSize = 256
+
+// finishTries is how many times the writer tries to write a batch of
+// outcomes (pausing 0.2 s, then 0.8 s) before it gives them up.
+const finishTries = 3
 
 // flushWindow is how long the writer gathers outcomes before it writes them:
 // sends that were claimed together finish together, and one transaction for
@@ -274,9 +279,20 @@ func (p *pipe) flush(batch []models.LinkOutcome) error {
 	// would leave its link waiting for the lease to expire.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	done := p.turn()
-	stale, err := models.FinishLinks(e.db.WithContext(ctx), batch, e.clock.Now())
-	done()
+	var stale int
+	var err error
+	// A database that fails over or restarts refuses a write for a moment:
+	// try again before giving the outcomes up (their links would wait for
+	// the lease to run out, and their attempts would be missing from the log).
+	for try, pause := 1, 200*time.Millisecond; ; try, pause = try+1, 4*pause {
+		done := p.turn()
+		stale, err = models.FinishLinks(e.db.WithContext(ctx), batch, e.clock.Now())
+		done()
+		if err == nil || try == finishTries || !clock.Sleep(ctx, pause) {
+			break
+		}
+		e.log.Warn("write outcomes failed; trying again", "links", len(batch), "try", try, "err", err)
+	}
 	if err != nil {
 		e.log.Error("write outcomes", "links", len(batch), "err", err)
 		return fmt.Errorf("write %d outcomes: %w", len(batch), err)

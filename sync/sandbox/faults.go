@@ -1,11 +1,11 @@
 package sandbox
 
 import (
-	"context"
 	"math"
 	"net/http"
 	"strconv"
-	"time"
+
+	"github.com/syncdesk/syncdesk/sync/clock"
 )
 
 // Script queues faults for the next mutating requests (POST, PUT), one each,
@@ -57,7 +57,7 @@ func (p *Provider) drawFault(mutating bool) Fault {
 // the answer (or the deliberate lack of one) is already given.
 func (p *Provider) prelude(w http.ResponseWriter, r *http.Request, f Fault) bool {
 	o := p.Options()
-	if !sleep(r.Context(), o.Latency) {
+	if !clock.Sleep(r.Context(), o.Latency) {
 		return false
 	}
 	if f.Kind == FaultNone || f.Kind == FaultDropAfterCommit {
@@ -77,7 +77,7 @@ func (p *Provider) prelude(w http.ResponseWriter, r *http.Request, f Fault) bool
 	case FaultValidation:
 		writeError(w, http.StatusUnprocessableEntity, f.Message)
 	case FaultHang:
-		if sleep(r.Context(), o.HangFor) {
+		if clock.Sleep(r.Context(), o.HangFor) {
 			drop(w) // the client outlasted the hang: still no answer
 		}
 	}
@@ -104,20 +104,4 @@ func drop(w http.ResponseWriter) {
 		panic(http.ErrAbortHandler)
 	}
 	conn.Close()
-}
-
-// sleep waits for d unless ctx ends first; it reports whether the client is
-// still there.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

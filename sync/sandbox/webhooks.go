@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/syncdesk/syncdesk/sync/clock"
 )
 
 // WebhookConfig says where and how a provider sends webhooks about its own
@@ -229,7 +231,7 @@ func (s *webhooks) deliver(ev event) {
 	if !s.send(ev, false) {
 		return
 	}
-	if delay, again := s.drawDuplicate(); again && sleep(s.ctx, delay) {
+	if delay, again := s.drawDuplicate(); again && clock.Sleep(s.ctx, delay) {
 		s.send(ev, true)
 	}
 }
@@ -258,7 +260,7 @@ func (s *webhooks) drawDuplicate() (time.Duration, bool) {
 func (s *webhooks) send(ev event, duplicate bool) bool {
 	for attempt := 1; attempt <= s.cfg.MaxAttempts; attempt++ {
 		if attempt > 1 {
-			if !sleep(s.ctx, backoff(s.cfg.Backoff, attempt-1)) {
+			if !clock.Sleep(s.ctx, backoff(s.cfg.Backoff, attempt-1)) {
 				return false
 			}
 			s.count(func(st *WebhookStats) { st.Retries++ })
