@@ -141,7 +141,7 @@ func LinkPage(p Page, v LinkDetail) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = SyncButton(v.Link).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = SyncButton(v.Link, p.CSRF).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

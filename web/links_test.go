@@ -313,3 +313,27 @@ func TestAuditAndRunsPagersStopAtAFullLastPage(t *testing.T) {
 		require.Contains(t, r.body, `href="/reconcile" data-testid="pager-newest"`)
 	})
 }
+
+// syncForm is the Sync now / Retry form of a link: its action and its own CSRF field.
+var syncForm = regexp.MustCompile(`(?s)<form method="post" action="(/links/\d+/sync)"[^>]*>\s*<input type="hidden" name="_csrf" value="([^"]+)"`)
+
+// Sync now and Retry work as plain forms too, without htmx: the form carries
+// its CSRF token instead of relying on htmx's header.
+func TestSyncNowAsAPlainFormPost(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.seedLinks(3) // link 3 failed
+		ana := b.signedIn("ana@example.com", models.RoleOperator)
+		for _, page := range []string{"/links/3", "/links"} {
+			m := syncForm.FindStringSubmatch(ana.get(page).body)
+			require.NotNil(t, m, "the Sync now / Retry form on %s carries no CSRF field", page)
+			r := ana.do(http.MethodPost, m[1], url.Values{"_csrf": {m[2]}}, nil)
+			require.Equal(t, http.StatusSeeOther, r.status, "plain post from %s: %s", page, r.body)
+			require.Regexp(t, `^/links/\d+$`, r.header.Get("Location"))
+		}
+		l, err := models.LinkByID(db, 3)
+		require.NoError(t, err)
+		require.Equal(t, models.StatusNew, l.Status, "the failed link is queued again")
+	})
+}
