@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/config"
 )
 
 // Effect applies one event inside the inbox's transaction and says what it
@@ -36,8 +37,13 @@ func unprocessable(format string, a ...any) error {
 	return &UnprocessableError{Reason: fmt.Sprintf(format, a...)}
 }
 
-// EffectSet returns the effects of a named set: payments, crm, or none.
-func EffectSet(name string) map[string]Effect {
+// EffectSet returns the effects of a named set (payments, crm, or none) for
+// a service with the default settings.
+func EffectSet(name string) map[string]Effect { return effectsOf(name, config.Service{}) }
+
+// effectsOf returns the effects of a named set for the service svc, whose
+// settings say, e.g., which fields a deal.updated compares.
+func effectsOf(name string, svc config.Service) map[string]Effect {
 	switch name {
 	case "payments":
 		return map[string]Effect{
@@ -46,7 +52,7 @@ func EffectSet(name string) map[string]Effect {
 		}
 	case "crm":
 		return map[string]Effect{
-			"deal.updated":    dealUpdated,
+			"deal.updated":    dealUpdated(svc),
 			"deal.deleted":    dealDeleted,
 			"contact.created": adoptUnknown("contact"),
 		}
@@ -182,32 +188,95 @@ func requeueOthers(tx *gorm.DB, l *models.Link, now time.Time) error {
 
 // dealUpdated compares the CRM's deal with our desired state and queues a
 // push of ours when they differ: the CRM is not the source of these fields.
-func dealUpdated(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
-	obj := object(ev)
-	link, rec, note, err := linkedRecord(tx, ev.Service, obj)
-	if err != nil {
-		return note, err
+// It compares what reconciliation's field_mismatch compares, and only where
+// the deal carries the field: each of our pushes comes back as a
+// deal.updated, and a field the CRM does not keep (most drop properties
+// they do not know) would otherwise answer every push with another, without
+// end. A link not in success is left as it is: its push is on its way, or a
+// person decides, and restarting it here would reset its attempts.
+func dealUpdated(svc config.Service) Effect {
+	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+		obj := object(ev)
+		link, rec, note, err := linkedRecord(tx, ev.Service, obj)
+		if err != nil {
+			return note, err
+		}
+		if link.RemoteDeletedAt != nil {
+			return "the deal was deleted earlier; waiting for an operator", errIgnored
+		}
+		desired, err := decodeObject(rec.Payload)
+		if err != nil {
+			return "", err
+		}
+		differ, absent := differences(comparedFields(svc, link.LocalType, desired), desired, obj)
+		aside := ""
+		if len(absent) > 0 {
+			aside = fmt.Sprintf(" (the deal does not carry %s: not compared)", strings.Join(absent, ", "))
+		}
+		if len(differ) == 0 {
+			return "the CRM matches our desired state" + aside, errIgnored
+		}
+		what := "the CRM differs from our desired state in " + strings.Join(differ, ", ")
+		if link.Status != models.StatusSuccess {
+			return what + leftAsIs(link) + aside, errIgnored
+		}
+		err = tx.Model(&models.Link{}).Where("id = ? AND status = ?", link.ID, models.StatusSuccess).
+			Updates(map[string]any{"status": models.StatusNew, "next_attempt_at": now, "updated_at": now}).Error
+		return what + ": a push is queued" + aside, err
 	}
-	if link.RemoteDeletedAt != nil {
-		return "the deal was deleted earlier; waiting for an operator", errIgnored
+}
+
+// comparedFields names the fields of a local type that a deal.updated
+// compares, as sync/reconcile's diffFields does: those the service's
+// reconcile.compare lists for the type, else the payload's top-level fields
+// but our key and the provider's id, which the outbox sets itself.
+func comparedFields(svc config.Service, localType string, desired map[string]any) []string {
+	if fields := svc.Reconcile.Compare[localType]; fields != nil {
+		return fields
 	}
-	desired, err := decodeObject(rec.Payload)
-	if err != nil {
-		return "", err
-	}
-	var differ []string
-	for k, want := range desired {
-		if !sameJSON(want, obj[k]) {
-			differ = append(differ, k)
+	o := svc.Objects[localType]
+	key, id := cmp.Or(o.KeyField, "external_key"), cmp.Or(o.IDField, "id")
+	var fields []string
+	for f := range desired {
+		if f != key && f != id {
+			fields = append(fields, f)
 		}
 	}
-	if len(differ) == 0 {
-		return "the CRM matches our desired state", errIgnored
+	return fields
+}
+
+// differences sorts the compared fields the deal holds otherwise than we
+// want into differ, and those it does not carry at all into absent. A field
+// our payload lacks is not compared: a push would not set it either.
+func differences(fields []string, want, got map[string]any) (differ, absent []string) {
+	for _, f := range fields {
+		w, ours := want[f]
+		g, theirs := got[f]
+		switch {
+		case !ours:
+		case !theirs:
+			absent = append(absent, f)
+		case !sameJSON(w, g):
+			differ = append(differ, f)
+		}
 	}
 	sort.Strings(differ)
-	err = tx.Model(&models.Link{}).Where("id = ? AND status IN ?", link.ID, []models.Status{models.StatusSuccess, models.StatusFailed, models.StatusRetry}).
-		Updates(map[string]any{"status": models.StatusNew, "next_attempt_at": now, "attempts": 0, "updated_at": now}).Error
-	return fmt.Sprintf("the CRM differs from our desired state in %s: a push is queued", strings.Join(differ, ", ")), err
+	sort.Strings(absent)
+	return differ, absent
+}
+
+// leftAsIs says why a link not in success is not queued again.
+func leftAsIs(l *models.Link) string {
+	switch l.Status {
+	case models.StatusFailed:
+		// As reconciliation does: a failure may be permanent, and the failed
+		// list is where a person retries it, with fresh attempts.
+		return "; the link failed, so a person retries it from the failed list"
+	case models.StatusRetry:
+		return fmt.Sprintf("; the link's push is already scheduled (attempt %d, due %s), and keeps its attempts",
+			l.Attempts+1, l.NextAttemptAt.UTC().Format(time.RFC3339))
+	}
+	return "; the link's push is already " + string(l.Status)
 }
 
 // dealDeleted marks the link: the object is gone, and re-creating it is an

@@ -1,6 +1,8 @@
 package inbox
 
 import (
+	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
 // Providers do not promise delivery order, and a delivery that got a 5xx is
@@ -193,6 +197,84 @@ func TestAdoptionByWebhookPushesWhatChangedSinceTheCreate(t *testing.T) {
 				}
 				require.NotEqual(t, rec.ContentHash, l.PushedHash, "the provider does not hold the record")
 				require.False(t, l.NextAttemptAt.After(now), "the push of the record is due now, not at the create's retry")
+			})
+		})
+	}
+}
+
+// setupCRM is setup with the CRM configured as svc.
+func setupCRM(t *testing.T, db *gorm.DB, svc config.Service) *env {
+	e := setup(t, db)
+	svc.Webhook = &config.Webhook{Scheme: "stripe", Secrets: []string{paySecret}, Effects: "crm"}
+	rc, err := New(db, map[string]config.Service{"crm": svc}, e.clock, slog.New(slog.DiscardHandler), redact.New(nil))
+	require.NoError(t, err)
+	e.rc = rc
+	return e
+}
+
+// seedDeal stores order 1 with payload and a successful link to deal_1.
+func (e *env) seedDeal(payload string) {
+	now := e.clock.Now()
+	body, hash, err := models.CanonicalPayload([]byte(payload))
+	require.NoError(e.t, err)
+	require.NoError(e.t, e.db.Create(&models.Record{LocalType: "order", LocalID: "1", Payload: body, ContentHash: hash, CreatedAt: now, UpdatedAt: now}).Error)
+	require.NoError(e.t, e.db.Create(&models.Link{LocalType: "order", LocalID: "1", ExternalService: "crm", ExternalKey: "site_order_1",
+		ExternalID: "deal_1", Status: models.StatusSuccess, NextAttemptAt: now, PushedHash: hash, CreatedAt: now, UpdatedAt: now}).Error)
+}
+
+// Each of our pushes comes back as the CRM's own deal.updated. A field the
+// CRM does not keep is missing from every one of them: were it a
+// difference, each push would queue the next, without end.
+func TestOurOwnPushesComingBackDoNotQueueAnother(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.seedDeal(`{"internal_note":"vip","title":"Order 1"}`)
+		for i := range 5 {
+			res, err := e.deliver("crm", fmt.Sprintf(`{"id":"msg_%d","type":"deal.updated","data":{"id":"deal_1","external_key":"site_order_1","title":"Order 1"}}`, i))
+			require.NoError(t, err)
+			require.Equal(t, models.EventIgnored, res.Outcome, "push %d came back and queued another: %s", i, res.Note)
+			require.Contains(t, res.Note, "does not carry internal_note")
+			require.Equal(t, models.StatusSuccess, e.link("crm", "1").Status)
+		}
+	})
+}
+
+// A service's reconcile.compare names the fields compared with the CRM's
+// object; a deal.updated compares those and no others.
+func TestDealUpdatedComparesTheConfiguredFields(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setupCRM(t, db, config.Service{Reconcile: config.Reconcile{Compare: map[string][]string{"order": {"total"}}}})
+		e.seedDeal(`{"title":"Order 1","total":"10.00"}`)
+		res, err := e.deliver("crm", `{"id":"m1","type":"deal.updated","data":{"id":"deal_1","title":"ORDER 1 (renamed in the CRM)","total":"10.00"}}`)
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome, "title is not compared: %s", res.Note)
+		require.Equal(t, models.StatusSuccess, e.link("crm", "1").Status)
+
+		res, err = e.deliver("crm", `{"id":"m2","type":"deal.updated","data":{"id":"deal_1","title":"Order 1","total":"99.00"}}`)
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+		require.Contains(t, res.Note, "differs from our desired state in total")
+		require.Equal(t, models.StatusNew, e.link("crm", "1").Status)
+	})
+}
+
+// A link waiting to retry already pushes our desired state at its next
+// attempt, and a failed one waits for a person: a deal.updated queues
+// neither again, and above all does not hand either fresh attempts.
+func TestDealUpdatedLeavesAWaitingOrFailedLinkAsItIs(t *testing.T) {
+	for _, status := range []models.Status{models.StatusRetry, models.StatusFailed, models.StatusNew} {
+		t.Run(string(status), func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				e := setup(t, db)
+				e.seedDeal(`{"title":"Order 1","total":"10.00"}`)
+				require.NoError(t, db.Model(&models.Link{}).Where("local_id = ?", "1").Updates(map[string]any{"status": status,
+					"attempts": 5, "next_attempt_at": e.clock.Now().Add(10 * time.Minute), "last_error": "HTTP 503"}).Error)
+				before := e.link("crm", "1")
+				res, err := e.deliver("crm", `{"id":"m1","type":"deal.updated","data":{"id":"deal_1","title":"Order 1","total":"99.00"}}`)
+				require.NoError(t, err)
+				require.Equal(t, models.EventIgnored, res.Outcome, res.Note)
+				require.Contains(t, res.Note, "differs from our desired state in total")
+				require.Equal(t, before, e.link("crm", "1"))
 			})
 		})
 	}

@@ -82,7 +82,7 @@ func New(db *gorm.DB, services map[string]config.Service, clk clock.Clock, log *
 		if err := vc.Validate(); err != nil {
 			return nil, fmt.Errorf("setting services.%s.webhook: %w", name, err)
 		}
-		rc.hooks[name] = hook{verify: vc, effects: EffectSet(s.Webhook.Effects)}
+		rc.hooks[name] = hook{verify: vc, effects: effectsOf(s.Webhook.Effects, s)}
 	}
 	return rc, nil
 }
