@@ -142,13 +142,13 @@ func loginTarget(email string) string {
 
 func (s *Server) setSessionCookie(c echo.Context, token string) {
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: c.IsTLS(),
+		SameSite: http.SameSiteLaxMode, Secure: s.overTLS(c),
 		Expires: s.clock.Now().Add(s.cfg.Session.AbsoluteTimeout)})
 }
 
 func (s *Server) clearSessionCookie(c echo.Context) {
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: c.IsTLS(), MaxAge: -1})
+		SameSite: http.SameSiteLaxMode, Secure: s.overTLS(c), MaxAge: -1})
 }
 
 // safeNext keeps a post-login redirect on this site: a path of its own,

@@ -236,6 +236,47 @@ func TestLoginRedirectsBackToTheAskedPageButNeverOffSite(t *testing.T) {
 	require.Equal(t, "/audit?actor=ana%40example.com", r.header.Get("Location"))
 }
 
+// Behind a trusted proxy that ends TLS, cookies are Secure and HSTS is
+// sent; a client that is no trusted proxy cannot claim it.
+func TestCookiesAreSecureBehindATrustedTLSProxy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		proxies []string
+		secure  bool
+	}{
+		{"trusted proxy", []string{"127.0.0.0/8", "::1/128"}, true},
+		{"no trusted proxy", nil, false},
+		{"another proxy", []string{"10.0.0.0/8"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := dbtest.SQLite(t)
+			b := setup(t, db)
+			b.user("ana@example.com", models.RoleViewer)
+			b.cfg.TrustedProxies = tc.proxies
+			s, err := New(Deps{DB: db, Config: b.cfg, Clock: b.clock, Log: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+			srv := httptest.NewServer(s.Handler())
+			defer srv.Close()
+			b.srv = srv
+			c := b.client()
+			token := c.csrf("/login")
+			form := url.Values{"email": {"ana@example.com"}, "password": {testPassword}, "_csrf": {token}}
+			r := c.do(http.MethodPost, "/login", form, http.Header{"X-Forwarded-Proto": {"https"}})
+			require.Equal(t, http.StatusSeeOther, r.status, r.body)
+			session := ""
+			for _, ck := range r.header.Values("Set-Cookie") {
+				if strings.HasPrefix(ck, sessionCookie+"=") {
+					session = ck
+				}
+			}
+			require.NotEmpty(t, session)
+			require.Equal(t, tc.secure, strings.Contains(session, "; Secure"), session)
+			require.Equal(t, tc.secure, r.header.Get("Strict-Transport-Security") != "")
+		})
+	}
+}
+
 func TestSessionCookieIsSecureOverTLS(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite(t)

@@ -43,7 +43,7 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
-		if c.IsTLS() {
+		if s.overTLS(c) {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}
 		if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
@@ -235,7 +235,7 @@ func (s *Server) csrfMiddleware() (echo.MiddlewareFunc, error) {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		plainNext, secureNext := plain(next), secure(next)
 		return func(c echo.Context) error {
-			if c.IsTLS() {
+			if s.overTLS(c) {
 				return secureNext(c)
 			}
 			return plainNext(c)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -67,6 +68,7 @@ type Server struct {
 	// argon2's 19 MiB and a core's worth of work, and a check that waits
 	// here has not yet read the failures that the ones ahead will record.
 	signIns chan struct{}
+	proxies []netip.Prefix // config.TrustedProxies
 }
 
 // New builds the server with every route registered.
@@ -85,11 +87,14 @@ func New(d Deps) (*Server, error) {
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError
-	ipx, err := ipExtractor(d.Config.TrustedProxies)
-	if err != nil {
-		return nil, err
+	for _, p := range d.Config.TrustedProxies {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", p, err)
+		}
+		s.proxies = append(s.proxies, prefix)
 	}
-	s.echo.IPExtractor = ipx
+	s.echo.IPExtractor = ipExtractor(s.proxies)
 	if err := s.routes(); err != nil {
 		return nil, err
 	}
@@ -143,19 +148,38 @@ func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
 // ipExtractor trusts X-Forwarded-For only from configured proxies; by default
 // the client IP is the socket's peer, so a client cannot pick its own IP to
 // dodge login throttling.
-func ipExtractor(trusted []string) (echo.IPExtractor, error) {
+func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
 	if len(trusted) == 0 {
-		return echo.ExtractIPDirect(), nil
+		return echo.ExtractIPDirect()
 	}
-	var opts []echo.TrustOption
-	opts = append(opts, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
 	for _, p := range trusted {
-		prefix, err := netip.ParsePrefix(p)
-		if err != nil {
-			return nil, fmt.Errorf("trusted proxy %q: %w", p, err)
-		}
-		_, ipnet, _ := net.ParseCIDR(prefix.String())
+		_, ipnet, _ := net.ParseCIDR(p.String())
 		opts = append(opts, echo.TrustIPRange(ipnet))
 	}
-	return echo.ExtractIPFromXFFHeader(opts...), nil
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// overTLS reports whether the browser's connection is encrypted: to this
+// server, or to a trusted proxy that says so in X-Forwarded-Proto. Cookies
+// are Secure and HSTS is sent on either; a client that is not a trusted
+// proxy cannot claim it.
+func (s *Server) overTLS(c echo.Context) bool {
+	if c.IsTLS() {
+		return true
+	}
+	r := c.Request()
+	if len(s.proxies) == 0 || !strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		return false
+	}
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	for _, p := range s.proxies {
+		if p.Contains(peer.Addr().Unmap()) {
+			return true
+		}
+	}
+	return false
 }
