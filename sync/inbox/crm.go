@@ -1,0 +1,165 @@
+package inbox
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/config"
+)
+
+// dealUpdated compares the CRM's deal with our desired state and queues a
+// push of ours when they differ: the CRM is not the source of these fields.
+// It compares what reconciliation's field_mismatch compares, and only where
+// the deal carries the field: each of our pushes comes back as a
+// deal.updated, and a field the CRM does not keep (most drop properties
+// they do not know) would otherwise answer every push with another, without
+// end. A link not in success is left as it is: its push is on its way, or a
+// person decides, and restarting it here would reset its attempts.
+func dealUpdated(svc config.Service) Effect {
+	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+		obj := object(ev)
+		link, rec, note, err := linkedRecord(tx, ev.Service, obj)
+		if err != nil {
+			return note, err
+		}
+		if link.RemoteDeletedAt != nil {
+			return "the deal was deleted earlier; waiting for an operator", errIgnored
+		}
+		desired, err := decodeObject(rec.Payload)
+		if err != nil {
+			return "", err
+		}
+		differ, absent := differences(comparedFields(svc, link.LocalType, desired), desired, obj)
+		aside := ""
+		if len(absent) > 0 {
+			aside = fmt.Sprintf(" (the deal does not carry %s: not compared)", strings.Join(absent, ", "))
+		}
+		if len(differ) == 0 {
+			return "the CRM matches our desired state" + aside, errIgnored
+		}
+		what := "the CRM differs from our desired state in " + strings.Join(differ, ", ")
+		if link.Status != models.StatusSuccess {
+			return what + leftAsIs(link) + aside, errIgnored
+		}
+		err = tx.Model(&models.Link{}).Where("id = ? AND status = ?", link.ID, models.StatusSuccess).
+			Updates(map[string]any{"status": models.StatusNew, "next_attempt_at": now, "updated_at": now}).Error
+		return what + ": a push is queued" + aside, err
+	}
+}
+
+// comparedFields names the fields of a local type that a deal.updated
+// compares, as sync/reconcile's diffFields does: those the service's
+// reconcile.compare lists for the type, else the payload's top-level fields
+// but our key and the provider's id, which the outbox sets itself.
+func comparedFields(svc config.Service, localType string, desired map[string]any) []string {
+	if fields := svc.Reconcile.Compare[localType]; fields != nil {
+		return fields
+	}
+	o := svc.Objects[localType]
+	key, id := cmp.Or(o.KeyField, "external_key"), cmp.Or(o.IDField, "id")
+	var fields []string
+	for f := range desired {
+		if f != key && f != id {
+			fields = append(fields, f)
+		}
+	}
+	return fields
+}
+
+// differences sorts the compared fields the deal holds otherwise than we
+// want into differ, and those it does not carry at all into absent. A field
+// our payload lacks is not compared: a push would not set it either.
+func differences(fields []string, want, got map[string]any) (differ, absent []string) {
+	for _, f := range fields {
+		w, ours := want[f]
+		g, theirs := got[f]
+		switch {
+		case !ours:
+		case !theirs:
+			absent = append(absent, f)
+		case !sameJSON(w, g):
+			differ = append(differ, f)
+		}
+	}
+	sort.Strings(differ)
+	sort.Strings(absent)
+	return differ, absent
+}
+
+// leftAsIs says why a link not in success is not queued again.
+func leftAsIs(l *models.Link) string {
+	switch l.Status {
+	case models.StatusFailed:
+		// As reconciliation does: a failure may be permanent, and the failed
+		// list is where a person retries it, with fresh attempts.
+		return "; the link failed, so a person retries it from the failed list"
+	case models.StatusRetry:
+		return fmt.Sprintf("; the link's push is already scheduled (attempt %d, due %s), and keeps its attempts",
+			l.Attempts+1, l.NextAttemptAt.UTC().Format(time.RFC3339))
+	case models.StatusProcessing:
+		return "; the link is being pushed"
+	}
+	return "; the link's push is already queued"
+}
+
+// dealDeleted marks the link: the object is gone, and re-creating it is an
+// operator's decision, never automatic.
+func dealDeleted(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+	obj := object(ev)
+	link, _, note, err := linkedRecord(tx, ev.Service, obj)
+	if err != nil {
+		return note, err
+	}
+	if link.RemoteDeletedAt != nil {
+		return "already marked deleted", errIgnored
+	}
+	gone := cmp.Or(link.ExternalID, str(obj, "id"), link.ExternalKey)
+	msg := fmt.Sprintf("%s reports %s deleted (event %s). Re-create it from the link page once you have confirmed it should exist.",
+		ev.Service, gone, ev.ID)
+	err = tx.Model(&models.Link{}).Where("id = ?", link.ID).Updates(map[string]any{"remote_deleted_at": now,
+		"status": models.StatusFailed, "last_error": msg, "last_http_code": 0, "updated_at": now,
+		"error_group": models.ErrorGroup(ev.Service, 0, "deleted remotely: re-create after confirming")}).Error
+	return "link marked: the remote object is gone", err
+}
+
+// adoptUnknown creates a local record for an object we have never seen,
+// keyed by (service, external id): the unique keys make a second delivery —
+// or a replay — a no-op, never a second record.
+func adoptUnknown(kind string) Effect {
+	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+		obj := object(ev)
+		id := str(obj, "id")
+		if id == "" {
+			return "", unprocessable("the %s has no id", kind)
+		}
+		raw, _ := json.Marshal(obj)
+		canonical, hash, err := models.CanonicalPayload(raw)
+		if err != nil {
+			return "", unprocessable("the %s is not a JSON object", kind)
+		}
+		typ := ev.Service + "_" + kind
+		rec := models.Record{LocalType: typ, LocalID: id, Payload: canonical, ContentHash: hash, CreatedAt: now, UpdatedAt: now}
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rec)
+		if res.Error != nil {
+			return "", res.Error
+		}
+		link := models.Link{LocalType: typ, LocalID: id, ExternalService: ev.Service, ExternalKey: id, ExternalID: id,
+			Status: models.StatusSuccess, NextAttemptAt: now, PushedHash: hash, CreatedAt: now, UpdatedAt: now}
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&link).Error; err != nil {
+			return "", err
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Sprintf("%s/%s already exists", typ, id), errIgnored
+		}
+		return fmt.Sprintf("created %s/%s", typ, id), nil
+	}
+}
