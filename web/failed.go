@@ -51,12 +51,17 @@ func (s *Server) listFailed(c echo.Context) error {
 }
 
 func (s *Server) showFailedGroup(c echo.Context) error {
-	group := c.QueryParam("g")
+	return s.renderFailedGroup(c, http.StatusOK, c.QueryParam("g"), "")
+}
+
+// renderFailedGroup shows one group's failed links to pick from, with an
+// error above them when a retry of the selection could not go ahead.
+func (s *Server) renderFailedGroup(c echo.Context, status int, group, problem string) error {
 	ids, err := models.FailedIDs(s.db, group, 201)
 	if err != nil {
 		return err
 	}
-	v := views.FailedGroupView{Group: group, More: len(ids) > 200}
+	v := views.FailedGroupView{Group: group, More: len(ids) > 200, Error: problem}
 	links, err := models.LinksByIDs(s.db, ids[:min(len(ids), 200)])
 	if err != nil {
 		return err
@@ -64,7 +69,7 @@ func (s *Server) showFailedGroup(c echo.Context) error {
 	for _, l := range links {
 		v.Rows = append(v.Rows, linkRow(l))
 	}
-	return s.render(c, views.FailedGroupPage(s.page(c, "Failed: one cause", "/failed"), v))
+	return s.renderStatus(c, status, views.FailedGroupPage(s.page(c, "Failed: one cause", "/failed"), v))
 }
 
 // askRetry shows how many links a bulk retry will touch — a whole group,
@@ -86,6 +91,13 @@ func (s *Server) askRetry(c echo.Context) error {
 		what = "The links you selected."
 	}
 	if len(ids) == 0 {
+		// Back to the list the click came from, with the reason above it.
+		if group := c.FormValue("group"); group != "" {
+			return s.renderFailedGroup(c, http.StatusBadRequest, group, "No failed links are left in this group, so there is nothing to retry.")
+		}
+		if from := c.FormValue("from_group"); from != "" {
+			return s.renderFailedGroup(c, http.StatusBadRequest, from, "Nothing was selected. Tick the links to retry, then press Retry selected again.")
+		}
 		return errBadRequest("Nothing to retry: select at least one failed link.")
 	}
 	rows, err := models.LinksByIDs(s.db, ids[:min(len(ids), 10)])

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -335,5 +336,35 @@ func TestSyncNowAsAPlainFormPost(t *testing.T) {
 		l, err := models.LinkByID(db, 3)
 		require.NoError(t, err)
 		require.Equal(t, models.StatusNew, l.Status, "the failed link is queued again")
+	})
+}
+
+var fromGroup = regexp.MustCompile(`name="from_group" value="([^"]+)"`)
+
+// Retry selected with nothing ticked shows the group again with the reason
+// above it, not a bare error page.
+func TestRetrySelectedWithNothingTickedShowsTheGroupAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.seedLinks(12) // 4 failed: 3, 9 with a 422; 6, 12 with a 404
+		c := b.signedIn("ana@example.com", models.RoleOperator)
+		group := models.ErrorGroup("crm", 404, "HTTP 404: no deal deal_6")
+		page := "/failed/group?g=" + url.QueryEscape(group)
+		m := fromGroup.FindStringSubmatch(c.get(page).body)
+		require.NotNil(t, m, "the form says which group it lists")
+
+		r := c.post(page, "/failed/retry", url.Values{"from_group": {html.UnescapeString(m[1])}})
+		require.Equal(t, http.StatusBadRequest, r.status)
+		require.Contains(t, r.body, `data-testid="retry-error"`)
+		require.Contains(t, r.body, "Nothing was selected")
+		require.Equal(t, 2, strings.Count(r.body, `type="checkbox" name="id"`), "the group's links are listed again to pick from")
+		require.Contains(t, r.body, `data-testid="retry-selected"`)
+
+		// A whole group emptied meanwhile says so on the group's page too.
+		require.NoError(t, db.Model(&models.Link{}).Where("error_group = ?", group).Update("status", models.StatusNew).Error)
+		r = c.post("/failed", "/failed/retry", url.Values{"group": {group}})
+		require.Equal(t, http.StatusBadRequest, r.status)
+		require.Contains(t, r.body, "No failed links are left in this group")
 	})
 }
