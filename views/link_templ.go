@@ -145,7 +145,7 @@ func LinkPage(p Page, v LinkDetail) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if v.Link.Status != "failed" && v.Link.Status != "processing" {
+				if canMarkFailed(v.Link.Status) {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<form method=\"post\" action=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -815,5 +815,10 @@ func outcomeLabel(o string) string {
 	}
 	return o
 }
+
+// canMarkFailed says whether Mark failed makes sense: only for a link still
+// waiting to be sent or to be retried. A synced link has reached the
+// service; a failed one already is; one being sent is the worker's.
+func canMarkFailed(status string) bool { return status == "new" || status == "retry" }
 
 var _ = templruntime.GeneratedTemplate

@@ -158,6 +158,7 @@ func TestMarkFailedAndRecreate(t *testing.T) {
 		b := setup(t, db)
 		b.seedLinks(3)
 		c := b.signedIn("ana@example.com", models.RoleOperator)
+		require.NoError(t, db.Model(&models.Link{}).Where("id = 1").Update("status", models.StatusRetry).Error)
 		r := c.post("/links/1", "/links/1/fail", url.Values{"reason": {"customer cancelled"}})
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		l, _ := models.LinkByID(db, 1)
@@ -195,10 +196,10 @@ func TestFailedCountsFollowOneLinkRetriedOrMarkedFailed(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		require.Contains(t, c.get("/failed").body, "19 failed links in 2 groups", "a retried link leaves the count")
 
-		r = c.post("/links/1", "/links/1/fail", url.Values{"reason": {"customer cancelled"}})
+		r = c.post("/links/3", "/links/3/fail", url.Values{"reason": {"customer cancelled"}})
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		body := c.get("/failed").body
-		require.Contains(t, body, "20 failed links in 3 groups", "a link marked failed joins the count")
+		require.Contains(t, body, "20 failed links in 3 groups", "a link marked failed joins the count, in its own group")
 		require.Contains(t, body, "marked failed by an operator")
 
 		r = c.post("/links/2", "/links/2/sync", nil)
@@ -366,5 +367,28 @@ func TestRetrySelectedWithNothingTickedShowsTheGroupAgain(t *testing.T) {
 		r = c.post("/failed", "/failed/retry", url.Values{"group": {group}})
 		require.Equal(t, http.StatusBadRequest, r.status)
 		require.Contains(t, r.body, "No failed links are left in this group")
+	})
+}
+
+// Mark failed is offered only on links waiting to be sent or retried, and
+// the server refuses it on a synced link with a reason a person can read.
+func TestMarkFailedOnlyForLinksWaitingToBeSent(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.seedLinks(3) // 1, 2 synced; 3 failed
+		require.NoError(t, db.Model(&models.Link{}).Where("id = 2").Update("status", models.StatusRetry).Error)
+		c := b.signedIn("ana@example.com", models.RoleOperator)
+		require.NotContains(t, c.get("/links/1").body, `data-testid="mark-failed"`, "not on a synced link")
+		require.NotContains(t, c.get("/links/3").body, `data-testid="mark-failed"`, "not on a failed link")
+		require.Contains(t, c.get("/links/2").body, `data-testid="mark-failed"`, "on a link waiting to be retried")
+
+		r := c.post("/links/2", "/links/1/fail", url.Values{"reason": {"oops"}})
+		require.Equal(t, http.StatusBadRequest, r.status)
+		require.Contains(t, r.body, "This link is synced")
+		l, err := models.LinkByID(db, 1)
+		require.NoError(t, err)
+		require.Equal(t, models.StatusSuccess, l.Status, "a synced link stays synced")
+		require.Equal(t, int64(1), b.auditCount("link.mark_failed", models.OutcomeDenied))
 	})
 }
