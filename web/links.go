@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -141,7 +142,20 @@ func (s *Server) linkStatus(c echo.Context) error {
 	if l.Status == models.StatusNew || l.Status == models.StatusProcessing {
 		poll = true
 	}
+	if !poll && onLinkPage(c, id) {
+		// The sync has ended. On the link's own page the last error, the
+		// remote id, the attempts and the buttons changed too: reload it
+		// whole, so that no "Synced" sits beside an old "gave up".
+		c.Response().Header().Set("HX-Refresh", "true")
+	}
 	return s.render(c, views.LinkStatusCell(linkRow(*l), note, poll, s.clock.Now()))
+}
+
+// onLinkPage reports whether an htmx request comes from link id's own page
+// (htmx names the page in HX-Current-URL), rather than from a list.
+func onLinkPage(c echo.Context, id int64) bool {
+	u, err := url.Parse(c.Request().Header.Get("HX-Current-URL"))
+	return err == nil && u.Path == views.LinkURL(id)
 }
 
 // syncLink is Sync now / Retry. A second click — from this page, another

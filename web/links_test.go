@@ -392,3 +392,34 @@ func TestMarkFailedOnlyForLinksWaitingToBeSent(t *testing.T) {
 		require.Equal(t, int64(1), b.auditCount("link.mark_failed", models.OutcomeDenied))
 	})
 }
+
+// When a sync started from a link's own page ends, the polled status asks
+// htmx to reload the page, so that the last error, the attempts and the
+// buttons are those of now; the links list only swaps the cell.
+func TestLinkPageReloadsWhenItsSyncEnds(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		_, err := b.eng.Upsert(context.Background(), "order", "7", []byte(`{"title":"Order 7"}`))
+		require.NoError(t, err)
+		links, _ := models.RecordLinks(db, "order", "7")
+		id := fmt.Sprint(links[0].ID)
+		ana := b.signedIn("ana@example.com", models.RoleOperator)
+		onPage := func(path string) http.Header {
+			return http.Header{"Hx-Request": {"true"}, "Hx-Current-Url": {b.srv.URL + path}}
+		}
+
+		r := ana.do(http.MethodGet, "/links/"+id+"/status", nil, onPage("/links/"+id))
+		require.Contains(t, r.body, `hx-trigger="every 1s"`, "still waiting to be sent")
+		require.Empty(t, r.header.Get("HX-Refresh"), "no reload while the sync goes on")
+
+		require.NoError(t, b.eng.Drain(context.Background()))
+		r = ana.do(http.MethodGet, "/links/"+id+"/status", nil, onPage("/links/"+id+"?done=link-failed"))
+		require.Contains(t, r.body, `data-status="success"`)
+		require.Equal(t, "true", r.header.Get("HX-Refresh"), "the link's page reloads once its sync has ended")
+
+		r = ana.do(http.MethodGet, "/links/"+id+"/status", nil, onPage("/links?status=new"))
+		require.Contains(t, r.body, `data-status="success"`)
+		require.Empty(t, r.header.Get("HX-Refresh"), "the list swaps the cell alone")
+	})
+}
