@@ -16,6 +16,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/sandbox"
 )
 
 // seedLinks inserts n order links in crm: every third failed with one of two
@@ -421,5 +422,31 @@ func TestLinkPageReloadsWhenItsSyncEnds(t *testing.T) {
 		r = ana.do(http.MethodGet, "/links/"+id+"/status", nil, onPage("/links?status=new"))
 		require.Contains(t, r.body, `data-status="success"`)
 		require.Empty(t, r.header.Get("HX-Refresh"), "the list swaps the cell alone")
+	})
+}
+
+// A link synced at its second try: the list's count is labelled as the
+// count of this round (0 once synced), and the link's page adds how many
+// attempts the log holds in all, so "0" never contradicts the history.
+func TestAttemptCountsSayWhatTheyCount(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.crm.SetOptions(sandbox.Options{RateValidation: 1})
+		_, err := b.eng.Upsert(context.Background(), "order", "1", []byte(`{"title":"Order 1"}`))
+		require.NoError(t, err)
+		require.NoError(t, b.eng.Drain(context.Background()))
+		b.crm.SetOptions(sandbox.Options{})
+		links, _ := models.RecordLinks(db, "order", "1")
+		_, err = b.eng.SyncNow(context.Background(), links[0].ID, "ana@example.com")
+		require.NoError(t, err)
+		require.NoError(t, b.eng.Drain(context.Background()))
+		c := b.signedIn("vic@example.com", models.RoleViewer)
+
+		list := pageText(c.get("/links").body)
+		require.Contains(t, list, "Tries this round")
+		require.NotContains(t, list, "Attempts", "a bare 'Attempts 0' beside a history of 2")
+		detail := pageText(c.get(fmt.Sprintf("/links/%d", links[0].ID)).body)
+		require.Contains(t, detail, "0 this round (since the last success or retry) · 2 in all, listed below")
 	})
 }
