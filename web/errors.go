@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -38,6 +39,11 @@ func problemFor(err error) views.Problem {
 		return views.Problem{Status: http.StatusNotFound, Title: "Not found", Message: sentence(err.Error())}
 	case errors.Is(err, models.ErrConflict):
 		return views.Problem{Status: http.StatusConflict, Title: "Already exists", Message: sentence(err.Error())}
+	case errors.Is(err, inbox.ErrBadEvent):
+		// Verified and stored, but its payload cannot be read as an event:
+		// trying again cannot help, so not a 5xx.
+		return views.Problem{Status: http.StatusUnprocessableEntity, Title: "Cannot read the event",
+			Message: sentence("the stored payload cannot be read as an event (" + err.Error() + ")")}
 	case errors.As(err, &he):
 		msg, _ := he.Message.(string)
 		if he.Code == http.StatusNotFound {

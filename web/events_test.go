@@ -276,3 +276,23 @@ func TestReplayThatFailsSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "note of evt_1", ev.Error, "nothing changed")
 }
+
+// Replaying, through the API, an event whose stored payload is not JSON is a
+// 422 with the reason, as on the event's page, not a 500.
+func TestAPIReplayOfAnUnreadableEventIs422(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := pagesServer(t, db, nil)
+		seedEvent(t, db, "stripe", "evt_bad", "payment.succeeded", models.EventApplied, b.clock.Now())
+		require.NoError(t, db.Model(&models.ProcessedEvent{}).Where("event_id = ?", "evt_bad").Update("payload", "not json").Error)
+		token, _, err := models.CreateAPIToken(db, "shop", "test", b.clock.Now())
+		require.NoError(t, err)
+		r := b.client().do(http.MethodPost, "/api/v1/events/stripe/evt_bad/replay", nil, http.Header{"Authorization": {"Bearer " + token}})
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, r.body)
+		require.Contains(t, r.body, "cannot be read as an event")
+
+		op := b.signedIn("olga@example.com", models.RoleOperator)
+		r = op.post("/events/stripe/evt_bad", "/events/stripe/evt_bad/replay", nil)
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, "the page answers the same")
+	})
+}
