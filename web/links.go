@@ -24,6 +24,9 @@ func (s *Server) listLinks(c echo.Context) error {
 	if q.Status != "" && !q.Status.Valid() {
 		return errBadRequest("There is no status called " + strconv.Quote(f.Status) + ".")
 	}
+	if q.Class != "" && !oneOf(q.Class, models.ClassTemporary, models.ClassPermanent, models.ClassAmbiguous) {
+		return errBadRequest("There is no error kind called " + strconv.Quote(f.Class) + "; clear the filters and pick one from the list.")
+	}
 	if b := c.QueryParam("before"); b != "" {
 		id, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || id <= 0 {

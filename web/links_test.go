@@ -87,6 +87,9 @@ func TestLinksListFiltersSearchAndPages(t *testing.T) {
 		require.Contains(t, r.body, "No links match these filters")
 
 		require.Equal(t, http.StatusBadRequest, c.get("/links?status=lost").status)
+		r = c.get("/links?class=bogus")
+		require.Equal(t, http.StatusBadRequest, r.status, "an unknown error kind is refused like an unknown status, not ignored")
+		require.Contains(t, r.body, "There is no error kind called")
 		require.Equal(t, http.StatusBadRequest, c.get("/links?before=x").status)
 	})
 }
