@@ -125,10 +125,20 @@ func dealDeleted(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (str
 	gone := cmp.Or(link.ExternalID, str(obj, "id"), link.ExternalKey)
 	msg := fmt.Sprintf("%s reports %s deleted (event %s). Re-create it from the link page once you have confirmed it should exist.",
 		ev.Service, gone, ev.ID)
-	err = tx.Model(&models.Link{}).Where("id = ?", link.ID).Updates(map[string]any{"remote_deleted_at": now,
-		"status": models.StatusFailed, "last_error": msg, "last_http_code": 0, "updated_at": now,
-		"error_group": models.ErrorGroup(ev.Service, 0, "deleted remotely: re-create after confirming")}).Error
-	return "link marked: the remote object is gone", err
+	// Not while the link is being sent: its worker's outcome would be
+	// dropped (its compare-and-set finds no processing link), and with it a
+	// create's new id. Failing the effect rolls the event back and answers
+	// 5xx: the provider delivers it again once the send has ended.
+	res := tx.Model(&models.Link{}).Where("id = ? AND status <> ?", link.ID, models.StatusProcessing).Updates(map[string]any{
+		"remote_deleted_at": now, "status": models.StatusFailed, "last_error": msg, "last_http_code": 0, "updated_at": now,
+		"error_group": models.ErrorGroup(ev.Service, 0, "deleted remotely: re-create after confirming")})
+	switch {
+	case res.Error != nil:
+		return "", res.Error
+	case res.RowsAffected == 0:
+		return "", fmt.Errorf("link %d is being sent right now; deliver the deletion again once the send has ended", link.ID)
+	}
+	return "link marked: the remote object is gone", nil
 }
 
 // adoptUnknown creates a local record for an object we have never seen,

@@ -154,6 +154,30 @@ func TestALinkWithoutAnIDIsFoundByOurKey(t *testing.T) {
 	})
 }
 
+// A deletion that arrives while the link is being sent is refused (5xx, not
+// recorded), so the provider delivers it again after the send: marking the
+// link meanwhile would drop the send's outcome.
+func TestADeletionWaitsForTheSendInFlight(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crmOrder("1", "deal_1")
+		require.NoError(t, db.Model(&models.Link{}).Where("id = ?", e.link("crm", "1").ID).Update("status", models.StatusProcessing).Error)
+		body := `{"id":"m1","type":"deal.deleted","data":{"id":"deal_1","external_key":"site_order_1"}}`
+		_, err := e.deliver("crm", body)
+		require.ErrorContains(t, err, "being sent right now")
+		require.Nil(t, e.link("crm", "1").RemoteDeletedAt)
+		var processed int64
+		require.NoError(t, db.Model(&models.ProcessedEvent{}).Count(&processed).Error)
+		require.Zero(t, processed, "rolled back, so that the provider's next delivery is not a duplicate")
+
+		require.NoError(t, db.Model(&models.Link{}).Where("id = ?", e.link("crm", "1").ID).Update("status", models.StatusSuccess).Error)
+		res, err := e.deliver("crm", body)
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+		require.NotNil(t, e.link("crm", "1").RemoteDeletedAt)
+	})
+}
+
 // A payment event adopts the provider's id on a link whose create's answer
 // was lost. The provider holds the create's body, frozen at its first
 // attempt: a change made to the record while the link waited is still to
