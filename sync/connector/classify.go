@@ -20,7 +20,7 @@ type Class string
 // Outcome classes.
 const (
 	OK        Class = "ok"
-	Temporary Class = "temporary" // retry later: timeouts, resets, 408, 425, 429, 5xx
+	Temporary Class = "temporary" // retry later: timeouts, resets, 408, 425, 429, 5xx, 409 to a keyed request
 	Permanent Class = "permanent" // do not retry: validation, auth, not found, …
 )
 
@@ -29,8 +29,9 @@ const (
 // provider although no success came back (ambiguous): then the next attempt
 // must look the object up before creating it again.
 //
-// wrote tells whether the whole request was written to the connection.
-func Classify(status int, err error, wrote bool) (class Class, ambiguous bool) {
+// wrote tells whether the whole request was written to the connection;
+// keyed whether it carried an Idempotency-Key.
+func Classify(status int, err error, wrote, keyed bool) (class Class, ambiguous bool) {
 	if err != nil {
 		switch {
 		case isRefused(err):
@@ -46,6 +47,12 @@ func Classify(status int, err error, wrote bool) (class Class, ambiguous bool) {
 		return OK, false
 	case status == http.StatusRequestTimeout, status == http.StatusTooEarly, status == http.StatusTooManyRequests:
 		return Temporary, false
+	case status == http.StatusConflict && keyed:
+		// Stripe-like providers (and our sandbox) answer 409 to a request
+		// whose Idempotency-Key an earlier one still holds. Re-sent with the
+		// key later, it gets that request's answer; meanwhile the earlier
+		// one may have taken effect.
+		return Temporary, true
 	case status >= 500:
 		// A 5xx can come from a gateway whose upstream did the work, or from
 		// a provider that failed after committing: treat it as unknown.

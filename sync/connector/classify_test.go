@@ -23,33 +23,40 @@ func TestClassify(t *testing.T) {
 		status    int
 		err       error
 		wrote     bool
+		keyed     bool // the request carried an Idempotency-Key
 		class     Class
 		ambiguous bool
 	}{
-		{"200", 200, nil, true, OK, false},
-		{"201", 201, nil, true, OK, false},
-		{"204", 204, nil, true, OK, false},
-		{"400 validation", 400, nil, true, Permanent, false},
-		{"401 auth", 401, nil, true, Permanent, false},
-		{"403 forbidden", 403, nil, true, Permanent, false},
-		{"404 not found", 404, nil, true, Permanent, false},
-		{"409 conflict", 409, nil, true, Permanent, false},
-		{"422 validation", 422, nil, true, Permanent, false},
-		{"408 timeout", 408, nil, true, Temporary, false},
-		{"425 too early", 425, nil, true, Temporary, false},
-		{"429 rate limit", 429, nil, true, Temporary, false},
-		{"500", 500, nil, true, Temporary, true},
-		{"502 gateway", 502, nil, true, Temporary, true},
-		{"503", 503, nil, true, Temporary, true},
-		{"504 gateway timeout", 504, nil, true, Temporary, true},
-		{"refused", 0, refused, false, Temporary, false},
-		{"timeout after sending", 0, context.DeadlineExceeded, true, Temporary, true},
-		{"timeout before sending", 0, context.DeadlineExceeded, false, Temporary, false},
-		{"reset after sending", 0, reset, true, Temporary, true},
-		{"EOF after sending", 0, io.ErrUnexpectedEOF, true, Temporary, true},
+		{"200", 200, nil, true, false, OK, false},
+		{"201", 201, nil, true, false, OK, false},
+		{"204", 204, nil, true, false, OK, false},
+		{"400 validation", 400, nil, true, false, Permanent, false},
+		{"401 auth", 401, nil, true, false, Permanent, false},
+		{"403 forbidden", 403, nil, true, false, Permanent, false},
+		{"404 not found", 404, nil, true, false, Permanent, false},
+		{"409 conflict, no key sent", 409, nil, true, false, Permanent, false},
+		{"422 validation", 422, nil, true, false, Permanent, false},
+		{"408 timeout", 408, nil, true, false, Temporary, false},
+		{"425 too early", 425, nil, true, false, Temporary, false},
+		{"429 rate limit", 429, nil, true, false, Temporary, false},
+		{"500", 500, nil, true, false, Temporary, true},
+		{"502 gateway", 502, nil, true, false, Temporary, true},
+		{"503", 503, nil, true, false, Temporary, true},
+		{"504 gateway timeout", 504, nil, true, false, Temporary, true},
+		{"refused", 0, refused, false, false, Temporary, false},
+		{"timeout after sending", 0, context.DeadlineExceeded, true, false, Temporary, true},
+		{"timeout before sending", 0, context.DeadlineExceeded, false, false, Temporary, false},
+		{"reset after sending", 0, reset, true, false, Temporary, true},
+		{"EOF after sending", 0, io.ErrUnexpectedEOF, true, false, Temporary, true},
+		// Carrying an Idempotency-Key, a 409 says an earlier request holding the key
+		// is still running: retry; it may have taken effect. Other answers as without.
+		{"409 to a keyed request", 409, nil, true, true, Temporary, true},
+		{"422 to a keyed request", 422, nil, true, true, Permanent, false},
+		{"201 to a keyed request", 201, nil, true, true, OK, false},
+		{"503 to a keyed request", 503, nil, true, true, Temporary, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			class, amb := Classify(tc.status, tc.err, tc.wrote)
+			class, amb := Classify(tc.status, tc.err, tc.wrote, tc.keyed)
 			require.Equal(t, tc.class, class)
 			require.Equal(t, tc.ambiguous, amb)
 		})

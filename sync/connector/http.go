@@ -239,19 +239,20 @@ func (c *HTTP) do(ctx context.Context, op, endpoint string, vars map[string]stri
 		req.ContentLength = int64(len(body))
 	}
 	call.Request = c.excerpt(req.Method+" "+req.URL.RequestURI(), req.Header, body)
+	keyed := c.svc.IdempotencyHeader != "" && req.Header.Get(c.svc.IdempotencyHeader) != ""
 
 	start := c.now()
 	res, err := c.client.Do(req)
 	call.Duration = c.now().Sub(start)
 	if err != nil {
-		call.Class, call.Ambiguous = Classify(0, err, wrote)
+		call.Class, call.Ambiguous = Classify(0, err, wrote, keyed)
 		call.Error = c.redact.Text(Describe(err, wrote, c.svc.Timeout))
 		return call, nil
 	}
 	defer res.Body.Close()
 	raw, readErr := io.ReadAll(io.LimitReader(res.Body, maxBody))
 	call.HTTPCode = res.StatusCode
-	call.Class, call.Ambiguous = Classify(res.StatusCode, nil, true)
+	call.Class, call.Ambiguous = Classify(res.StatusCode, nil, true, keyed)
 	call.Response = c.excerpt(res.Proto+" "+res.Status, res.Header, raw)
 	if call.Class == OK && readErr != nil {
 		// The provider said yes but the body was cut: the object exists, its id is unknown.

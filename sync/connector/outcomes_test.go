@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/redact"
+	"github.com/syncdesk/syncdesk/sync/sandbox"
 )
 
 // answering is a provider that gives every request the same answer.
@@ -141,4 +143,70 @@ func FuzzLookupAnswer(f *testing.F) {
 		}
 		t.Fatalf("%q read as none found", body)
 	})
+}
+
+// paymentsService is the sandbox's payment provider as a service: it
+// honours Idempotency-Key and cannot look objects up.
+func paymentsService(url string) config.Service {
+	svc := service(url)
+	svc.Timeout = time.Second
+	svc.Objects = map[string]config.Object{"payment": {Remote: "payment", ExternalKey: "site_payment_{local_id}",
+		KeyField: "external_key", IDField: "id", Create: "POST /payments", Update: "PUT /payments/{external_id}"}}
+	return svc
+}
+
+// Our sandbox, like Stripe, answers 409 to a create whose Idempotency-Key an
+// earlier request still holds. That is "try again later": the earlier one
+// may yet create the object, and a re-send with the key gets its answer.
+// Classified permanent, it failed the link while the first was running.
+func TestA409ToAKeyedCreateWhileTheKeyIsHeldIsRetried(t *testing.T) {
+	p := sandbox.NewPayments(sandbox.Options{})
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	c := NewHTTP("payments", paymentsService(srv.URL), redact.New(nil), nil)
+	ctx := context.Background()
+	body := []byte(`{"amount":100,"currency":"EUR","external_key":"site_payment_1"}`)
+
+	p.Script(sandbox.Hang())
+	first := make(chan Call, 1)
+	go func() { first <- c.Create(ctx, "payment", body, "payment-1-create") }()
+	require.Eventually(t, func() bool { return p.Requests().Faults[sandbox.FaultHang] == 1 }, 2*time.Second, 5*time.Millisecond)
+
+	second := c.Create(ctx, "payment", body, "payment-1-create")
+	require.Equal(t, http.StatusConflict, second.HTTPCode)
+	require.Equal(t, Temporary, second.Class, "the key is held by a request still running: retry later")
+	require.True(t, second.Ambiguous, "the request holding the key may take effect")
+	require.Contains(t, second.Error, "HTTP 409: a request with this idempotency key is in progress")
+
+	require.Equal(t, Temporary, (<-first).Class)
+	var retried Call
+	require.Eventually(t, func() bool { // once the provider has let go of the key
+		retried = c.Create(ctx, "payment", body, "payment-1-create")
+		return retried.Class != Temporary
+	}, 2*time.Second, 10*time.Millisecond)
+	require.Equal(t, OK, retried.Class, retried.Error)
+	require.Equal(t, 1, p.CountByKey("site_payment_1"))
+}
+
+// Only a request that carried an Idempotency-Key reads a 409 as "the key is
+// held": any other 409 is the provider refusing the request, as before.
+func TestA409ToARequestWithoutAKeyStaysPermanent(t *testing.T) {
+	c := answering(t, http.StatusConflict, `{"error":"external_key site_order_1 is already used by d1"}`)
+	ctx := context.Background()
+	keyed := c.Create(ctx, "order", []byte(`{"title":"a"}`), "order-1-create")
+	require.Equal(t, Temporary, keyed.Class, "the create carried its key")
+	require.True(t, keyed.Ambiguous)
+	for what, call := range map[string]Call{
+		"a create without a key": c.Create(ctx, "order", []byte(`{"title":"a"}`), ""),
+		"an update":              c.Update(ctx, "order", "d1", []byte(`{"title":"a"}`)),
+	} {
+		require.Equal(t, Permanent, call.Class, what)
+		require.False(t, call.Ambiguous, what)
+		require.Equal(t, "HTTP 409: external_key site_order_1 is already used by d1", call.Error, what)
+	}
+
+	svc := c.svc
+	svc.IdempotencyHeader = "" // a provider that ignores such keys: none is sent
+	unkeyed := NewHTTP("crm", svc, redact.New(nil), nil).Create(ctx, "order", []byte(`{"title":"a"}`), "order-1-create")
+	require.Equal(t, Permanent, unkeyed.Class, "no key was sent, so the 409 is not about one")
 }

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -132,5 +133,86 @@ func TestALookupAnswerOfAnUnknownShapeDoesNotLetASecondCreateThrough(t *testing.
 			require.Equal(t, "deal.lookup", a.Operation)
 			require.Equal(t, models.OutcomeTemporary, a.Outcome)
 		}
+	})
+}
+
+// slowPayments honours Idempotency-Key the way Stripe does: while the first
+// request with a key is still running, another with it gets 409; once it has
+// finished, another gets its answer again. The first create of each key
+// runs until the test closes release, whether its client waits or not.
+type slowPayments struct {
+	release   chan struct{}
+	released  sync.Once
+	committed chan struct{}
+	mu        sync.Mutex
+	answers   map[string][]byte // nil while the first request runs
+	creates   int
+}
+
+func (p *slowPayments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	p.mu.Lock()
+	answer, seen := p.answers[key]
+	if !seen {
+		p.answers[key] = nil
+	}
+	p.mu.Unlock()
+	switch {
+	case seen && answer == nil:
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"error":{"type":"idempotency_error","message":"a request with this idempotency key is in progress"}}`))
+		return
+	case seen:
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(answer)
+		return
+	}
+	<-p.release
+	p.mu.Lock()
+	p.creates++
+	answer = fmt.Appendf(nil, `{"id":"pay_%d"}`, p.creates)
+	p.answers[key] = answer
+	p.mu.Unlock()
+	close(p.committed)
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(answer)
+}
+
+// finish lets the first create of each key go on, once.
+func (p *slowPayments) finish() { p.released.Do(func() { close(p.release) }) }
+
+func TestA409WhileTheFirstCreateStillRunsIsRetriedNotFailed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		p := &slowPayments{release: make(chan struct{}), committed: make(chan struct{}), answers: map[string][]byte{}}
+		srv := httptest.NewServer(p)
+		t.Cleanup(srv.Close)
+		t.Cleanup(p.finish) // before the server closes, which waits for its handlers
+		cfg := payConfig(srv.URL)
+		e.svcs = []Service{{Name: "payments", Config: cfg, Conn: connector.NewHTTP("payments", cfg, e.redactr, nil)}}
+		eng := e.engine(db, Options{Concurrency: 2})
+		typ, id, payload := payment(1)
+		_, err := eng.Upsert(context.Background(), typ, id, []byte(payload))
+		require.NoError(t, err)
+
+		require.NoError(t, eng.Drain(context.Background())) // no answer within 500 ms; the provider works on
+		e.clock.Advance(16 * time.Minute)
+		require.NoError(t, eng.Drain(context.Background())) // 409: the key is still held
+		l := e.link(typ, id, "payments")
+		require.Equal(t, models.StatusRetry, l.Status, "a 409 'in progress' is not a reason to give up: %s", l.LastError)
+		require.Equal(t, http.StatusConflict, l.LastHTTPCode)
+
+		p.finish()
+		<-p.committed
+		e.settle(eng)
+		l = e.link(typ, id, "payments")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.Equal(t, "pay_1", l.ExternalID, "the re-send with the key got the first create's answer")
+		require.Equal(t, 1, p.creates)
+		var outcomes []models.Outcome
+		for _, a := range e.attempts(l.ID) {
+			outcomes = append(outcomes, a.Outcome)
+		}
+		require.Equal(t, []models.Outcome{models.OutcomeAmbiguous, models.OutcomeAmbiguous, models.OutcomeOK}, outcomes)
 	})
 }
