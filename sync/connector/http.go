@@ -188,16 +188,24 @@ func carrying(resp any, obj config.Object, key string) ([]string, error) {
 	return ids, nil
 }
 
-// List reads one page of the provider's objects.
+// List reads one page of the provider's objects. A page it cannot read is a
+// temporary failure, not a page of one odd object: reconciliation takes what
+// a listing lacks for objects the provider lost, and creates them anew.
 func (c *HTTP) List(ctx context.Context, localType, cursor string) (Page, Call) {
 	obj := c.svc.Objects[localType]
 	call, resp := c.do(ctx, obj.Remote+".list", obj.List, map[string]string{"cursor": cursor}, nil, nil)
 	var p Page
-	if call.Class == OK {
-		p.Items = items(resp)
-		if m, ok := resp.(map[string]any); ok {
-			p.NextCursor, _ = m["next_cursor"].(string)
-		}
+	if call.Class != OK {
+		return p, call
+	}
+	list, ok := listItems(resp)
+	if !ok {
+		call.Class, call.Error = Temporary, "the list's answer was not understood: expected "+listShapes
+		return p, call
+	}
+	p.Items = list
+	if m, ok := resp.(map[string]any); ok {
+		p.NextCursor, _ = m["next_cursor"].(string)
 	}
 	return p, call
 }
@@ -355,31 +363,6 @@ func listItems(v any) ([]map[string]any, bool) {
 		out = append(out, m)
 	}
 	return out, true
-}
-
-// items returns the objects of a list answer: a bare array, {"items": […]},
-// {"data": […]}, or one object.
-func items(v any) []map[string]any {
-	var list []any
-	switch t := v.(type) {
-	case []any:
-		list = t
-	case map[string]any:
-		if l, ok := t["items"].([]any); ok {
-			list = l
-		} else if l, ok := t["data"].([]any); ok {
-			list = l
-		} else {
-			return []map[string]any{t}
-		}
-	}
-	out := make([]map[string]any, 0, len(list))
-	for _, it := range list {
-		if m, ok := it.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // valueAt reads a dotted path ("id", "data.id") from a decoded JSON value.

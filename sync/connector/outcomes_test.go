@@ -210,3 +210,40 @@ func TestA409ToARequestWithoutAKeyStaysPermanent(t *testing.T) {
 	unkeyed := NewHTTP("crm", svc, redact.New(nil), nil).Create(ctx, "order", []byte(`{"title":"a"}`), "order-1-create")
 	require.Equal(t, Permanent, unkeyed.Class, "no key was sent, so the 409 is not about one")
 }
+
+// Reconciliation reads a listing as everything the provider has, and
+// re-creates the objects of successful links that it lacks. A page in a
+// shape the connector does not read was once taken for one object that
+// carries no key, so every link looked lost: it must fail instead.
+func TestAListPageItCannotReadFailsInsteadOfReadingAsOneObject(t *testing.T) {
+	mine := `{"external_key":"site_order_1","data":{"id":"d1"}}`
+	for _, tc := range []struct {
+		name   string
+		body   string
+		items  int // -1: not understood
+		cursor string
+	}{
+		{"items and a cursor", `{"items":[` + mine + `],"next_cursor":"c2"}`, 1, "c2"},
+		{"data", `{"data":[` + mine + `,` + mine + `]}`, 2, ""},
+		{"an array", `[` + mine + `]`, 1, ""},
+		{"an empty last page", `{"items":[]}`, 0, ""},
+		{"another wrapper (HubSpot's results)", `{"total":1,"results":[` + mine + `],"next_cursor":"c2"}`, -1, ""},
+		{"one object", mine, -1, ""},
+		{"a list of ids", `["d1","d2"]`, -1, ""},
+		{"an empty body", ``, -1, ""},
+		{"not JSON", `<html>deals</html>`, -1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page, call := answering(t, http.StatusOK, tc.body).List(context.Background(), "order", "")
+			if tc.items < 0 {
+				require.Equal(t, Temporary, call.Class, "an unreadable page fails the listing")
+				require.Equal(t, `the list's answer was not understood: expected a list ([…], {"items":[…]} or {"data":[…]})`, call.Error)
+				require.Empty(t, page.Items)
+				return
+			}
+			require.Equal(t, OK, call.Class, call.Error)
+			require.Len(t, page.Items, tc.items)
+			require.Equal(t, tc.cursor, page.NextCursor)
+		})
+	}
+}
