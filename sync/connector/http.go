@@ -335,7 +335,7 @@ func providerMessage(decoded any, raw []byte) string {
 const listShapes = `a list ([…], {"items":[…]} or {"data":[…]})`
 
 // listItems reads a list answer: a bare array, {"items": […]} or
-// {"data": […]}, every element an object. It reports false for anything
+// {"data": […]} (null there is an empty list), every element an object. It reports false for anything
 // else, so that an answer of another shape is never read as an empty list.
 func listItems(v any) ([]map[string]any, bool) {
 	var list []any
@@ -343,14 +343,22 @@ func listItems(v any) ([]map[string]any, bool) {
 	case []any:
 		list = t
 	case map[string]any:
-		l, ok := t["items"].([]any)
-		if !ok {
-			l, ok = t["data"].([]any)
+		found := false
+		for _, k := range []string{"items", "data"} {
+			v, present := t[k]
+			switch l := v.(type) {
+			case []any:
+				list, found = l, true
+			case nil:
+				found = present // Go writes an empty (nil) slice as null
+			}
+			if found {
+				break
+			}
 		}
-		if !ok {
+		if !found {
 			return nil, false
 		}
-		list = l
 	default:
 		return nil, false
 	}
