@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -65,12 +66,14 @@ func (s *Server) addUser(c echo.Context) error {
 }
 
 func (s *Server) disableUser(c echo.Context) error {
-	email := c.FormValue("email")
-	if email == currentUser(c).Email {
-		return errBadRequest("You cannot disable your own account; ask another admin.")
-	}
-	u, err := models.DisableUser(s.db, email, s.clock.Now())
+	u, err := s.otherUser(c, "user.disable", "You cannot disable your own account; ask another admin.")
 	if err != nil {
+		return err
+	}
+	if err := s.keepsAnAdmin(c, u, "user.disable", "disable them"); err != nil {
+		return err
+	}
+	if u, err = models.DisableUser(s.db, u.Email, s.clock.Now()); err != nil {
 		return err
 	}
 	s.audit(c, "user.disable", u.Email, models.OutcomeSuccess, "")
@@ -102,16 +105,20 @@ func (s *Server) revokeToken(c echo.Context) error {
 }
 
 func (s *Server) changeRole(c echo.Context) error {
-	email := c.FormValue("email")
-	if email == currentUser(c).Email {
-		return errBadRequest("You cannot change your own role; ask another admin.")
+	u, err := s.otherUser(c, "user.role", "You cannot change your own role; ask another admin.")
+	if err != nil {
+		return err
 	}
 	role, err := models.ParseRole(c.FormValue("role"))
 	if err != nil {
 		return err
 	}
-	u, err := models.SetRole(s.db, email, role, s.clock.Now())
-	if err != nil {
+	if role != models.RoleAdmin {
+		if err := s.keepsAnAdmin(c, u, "user.role", "make them "+string(role)); err != nil {
+			return err
+		}
+	}
+	if u, err = models.SetRole(s.db, u.Email, role, s.clock.Now()); err != nil {
 		return err
 	}
 	s.audit(c, "user.role", u.Email, models.OutcomeSuccess, "role "+string(role))
@@ -127,4 +134,41 @@ func (s *Server) resetPassword(c echo.Context) error {
 	s.audit(c, "user.reset_password", u.Email, models.OutcomeSuccess, "")
 	return s.renderUsers(c, http.StatusOK, views.Users{Secret: password,
 		SecretLabel: "New password for " + u.Email + " (their sessions are ended):"})
+}
+
+// otherUser reads the user a form on the users page names. It refuses the
+// admin's own account, compared by id: the same address typed with other
+// case or spaces names the same person.
+func (s *Server) otherUser(c echo.Context, action, refusal string) (*models.User, error) {
+	u, err := models.UserByEmail(s.db, c.FormValue("email"))
+	if err != nil {
+		return nil, err
+	}
+	if u.ID == currentUser(c).ID {
+		s.audit(c, action, u.Email, models.OutcomeDenied, "own account")
+		return nil, errBadRequest(refusal)
+	}
+	return u, nil
+}
+
+// keepsAnAdmin refuses to take the admin role from u, by demoting or
+// disabling them, when u is the last active admin: nobody could manage
+// users any more. (The check and the change are two statements; models
+// would have to make them one to close the race of two admins demoting
+// each other at the same instant.)
+func (s *Server) keepsAnAdmin(c echo.Context, u *models.User, action, change string) error {
+	if u.Role != models.RoleAdmin || u.Disabled() {
+		return nil
+	}
+	var others int64
+	err := s.db.Model(&models.User{}).Where("role = ? AND disabled_at IS NULL AND id <> ?", models.RoleAdmin, u.ID).
+		Count(&others).Error
+	if err != nil {
+		return fmt.Errorf("count active admins: %w", err)
+	}
+	if others == 0 {
+		s.audit(c, action, u.Email, models.OutcomeDenied, change+": last active admin")
+		return errBadRequest(u.Email + " is the only active admin, so you cannot " + change + ": nobody could manage users any more. Make someone else admin first.")
+	}
+	return nil
 }

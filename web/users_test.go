@@ -3,7 +3,9 @@ package web
 import (
 	"fmt"
 	"html"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -67,5 +69,70 @@ func TestTimesAreSpacedFromTheWordsAfterThem(t *testing.T) {
 		require.Contains(t, run, "just now (took 3 s)")
 		require.Contains(t, run, "just now by test")
 		require.Contains(t, pageText(admin.get("/reconcile").body), "just now by test")
+	})
+}
+
+// An admin cannot demote or disable their own account by typing their
+// address with other case or spaces: the form names the same person.
+func TestAdminCannotChangeTheirOwnAccountUnderAnotherSpelling(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+		b.user("ada@example.com", models.RoleAdmin)
+		for _, spelling := range []string{"root@example.com", "Root@Example.com", "  root@example.com ", "ROOT@EXAMPLE.COM"} {
+			r := admin.post("/users", "/users/role", url.Values{"email": {spelling}, "role": {"viewer"}})
+			require.Equal(t, http.StatusBadRequest, r.status, "role change of %q", spelling)
+			require.Contains(t, r.body, "You cannot change your own role")
+			r = admin.post("/users", "/users/disable", url.Values{"email": {spelling}})
+			require.Equal(t, http.StatusBadRequest, r.status, "disabling %q", spelling)
+			require.Contains(t, r.body, "You cannot disable your own account")
+		}
+		me, err := models.UserByEmail(db, "root@example.com")
+		require.NoError(t, err)
+		require.Equal(t, models.RoleAdmin, me.Role)
+		require.False(t, me.Disabled())
+		require.Equal(t, http.StatusOK, admin.get("/users").status, "still signed in, still an admin")
+		require.Equal(t, int64(8), b.auditCount("user.role", models.OutcomeDenied)+b.auditCount("user.disable", models.OutcomeDenied))
+
+		// Another admin, typed any way, can be changed.
+		r := admin.post("/users", "/users/role", url.Values{"email": {" Ada@Example.com"}, "role": {"operator"}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+	})
+}
+
+// The last active admin is never demoted or disabled. Through the pages an
+// admin acting on another admin always leaves one; this drives the handler
+// as if the acting admin had lost the role meanwhile (the race of two
+// admins demoting each other), to check the guard itself.
+func TestTheLastActiveAdminStays(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.user("ada@example.com", models.RoleAdmin)
+		s, err := New(Deps{DB: db, Config: b.cfg, Clock: b.clock, Version: "test", Log: slog.New(slog.DiscardHandler), Outbox: b.eng})
+		require.NoError(t, err)
+		gone := &models.User{ID: 1 << 40, Email: "gone@example.com", Role: models.RoleOperator}
+		for path, form := range map[string]url.Values{
+			"/users/role":    {"email": {"ada@example.com"}, "role": {"operator"}},
+			"/users/disable": {"email": {"ada@example.com"}},
+		} {
+			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			c := s.echo.NewContext(req, httptest.NewRecorder())
+			c.Set(ctxUser, gone)
+			h := s.changeRole
+			if path == "/users/disable" {
+				h = s.disableUser
+			}
+			err := h(c)
+			p := problemFor(err)
+			require.Equal(t, http.StatusBadRequest, p.Status, "%s: %v", path, err)
+			require.Contains(t, p.Message, "ada@example.com is the only active admin")
+		}
+		ada, err := models.UserByEmail(db, "ada@example.com")
+		require.NoError(t, err)
+		require.Equal(t, models.RoleAdmin, ada.Role)
+		require.False(t, ada.Disabled())
 	})
 }
