@@ -100,3 +100,13 @@ func TestServicesGetDefaultsAndRoutes(t *testing.T) {
 	require.Empty(t, cfg.Routes("invoice"))
 	require.Equal(t, "Bearer ${CRM_TOKEN}", s.Headers["Authorization"], "the secret is expanded only in memory, by the connector")
 }
+
+func TestComparedFields(t *testing.T) {
+	o := Object{KeyField: "external_key", IDField: "id"}
+	payload := map[string]any{"title": "x", "amount": 1, "external_key": "k", "id": "d1"}
+	require.Equal(t, []string{"amount", "title"}, o.ComparedFields(nil, payload), "all but the key and id, sorted")
+	compare := []string{"title", "amount"}
+	require.Equal(t, []string{"amount", "title"}, o.ComparedFields(compare, payload), "the configured ones, sorted")
+	require.Equal(t, []string{"title", "amount"}, compare, "the configuration's list is left as it is")
+	require.Equal(t, []string{"amount", "title"}, Object{}.ComparedFields(nil, payload), "the default key and id fields")
+}

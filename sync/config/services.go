@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -106,6 +107,27 @@ type Object struct {
 	Update  string `yaml:"update"` // "PUT /deals/{external_id}"
 	Lookup  string `yaml:"lookup"` // "GET /deals?external_key={external_key}"; "" = cannot look up
 	List    string `yaml:"list"`   // "GET /deals?cursor={cursor}"; "" = cannot list
+}
+
+// ComparedFields names the fields of a record's payload that are compared
+// with the provider's copy of its object, by reconciliation and by a CRM's
+// deal.updated: compare when the configuration lists them
+// (reconcile.compare for the type), else the payload's top-level fields but
+// the key and id fields, which the outbox and the provider set themselves.
+// Sorted.
+func (o Object) ComparedFields(compare []string, payload map[string]any) []string {
+	if compare != nil {
+		return slices.Sorted(slices.Values(compare))
+	}
+	key, id := cmp.Or(o.KeyField, "external_key"), cmp.Or(o.IDField, "id")
+	var fields []string
+	for f := range payload {
+		if f != key && f != id {
+			fields = append(fields, f)
+		}
+	}
+	slices.Sort(fields)
+	return fields
 }
 
 // Endpoint is a parsed "METHOD /path?query" template.

@@ -38,7 +38,7 @@ func dealUpdated(svc config.Service) Effect {
 		if err != nil {
 			return "", err
 		}
-		differ, absent := differences(comparedFields(svc, link.LocalType, desired), desired, obj)
+		differ, absent := differences(svc.Objects[link.LocalType].ComparedFields(svc.Reconcile.Compare[link.LocalType], desired), desired, obj)
 		aside := ""
 		if len(absent) > 0 {
 			aside = fmt.Sprintf(" (the deal does not carry %s: not compared)", strings.Join(absent, ", "))
@@ -54,25 +54,6 @@ func dealUpdated(svc config.Service) Effect {
 			Updates(map[string]any{"status": models.StatusNew, "next_attempt_at": now, "updated_at": now}).Error
 		return what + ": a push is queued" + aside, err
 	}
-}
-
-// comparedFields names the fields of a local type that a deal.updated
-// compares, as sync/reconcile's diffFields does: those the service's
-// reconcile.compare lists for the type, else the payload's top-level fields
-// but our key and the provider's id, which the outbox sets itself.
-func comparedFields(svc config.Service, localType string, desired map[string]any) []string {
-	if fields := svc.Reconcile.Compare[localType]; fields != nil {
-		return fields
-	}
-	o := svc.Objects[localType]
-	key, id := cmp.Or(o.KeyField, "external_key"), cmp.Or(o.IDField, "id")
-	var fields []string
-	for f := range desired {
-		if f != key && f != id {
-			fields = append(fields, f)
-		}
-	}
-	return fields
 }
 
 // differences sorts the compared fields the deal holds otherwise than we

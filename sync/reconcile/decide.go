@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/syncdesk/syncdesk/models"
@@ -160,15 +159,7 @@ func diffFields(payload, remote string, t objectType) []string {
 	if json.Unmarshal([]byte(payload), &want) != nil || json.Unmarshal([]byte(remote), &got) != nil {
 		return []string{"(unreadable JSON)"}
 	}
-	fields := t.compare
-	if fields == nil {
-		for k := range want {
-			if k != t.obj.KeyField && k != t.obj.IDField {
-				fields = append(fields, k)
-			}
-		}
-	}
-	sort.Strings(fields)
+	fields := t.obj.ComparedFields(t.compare, want)
 	if fieldsHash(want, fields) == fieldsHash(got, fields) {
 		return nil
 	}
