@@ -19,16 +19,24 @@ func MarkFailed(db *gorm.DB, id int64, who, reason string, now time.Time) (*Link
 	if r := strings.TrimSpace(reason); r != "" {
 		msg += ": " + r
 	}
-	res := db.Model(&Link{}).Where("id = ? AND status <> ?", id, StatusProcessing).Updates(map[string]any{
+	// Only a link still waiting to be sent: the status is checked in the
+	// update itself, so a send that ends meanwhile is never overwritten.
+	res := db.Model(&Link{}).Where("id = ? AND status IN ?", id, []Status{StatusNew, StatusRetry}).Updates(map[string]any{
 		"status": StatusFailed, "last_error": msg, "error_group": ErrorGroup(l.ExternalService, 0, "marked failed by an operator"),
 		"updated_at": now})
 	if res.Error != nil {
 		return nil, res.Error
 	}
-	if res.RowsAffected == 0 {
+	if res.RowsAffected == 1 {
+		return LinkByID(db, id)
+	}
+	if l, err = LinkByID(db, id); err != nil {
+		return nil, err
+	}
+	if l.Status == StatusProcessing {
 		return nil, Invalid("the link is being sent right now; wait for the attempt to end")
 	}
-	return LinkByID(db, id)
+	return nil, Invalid(fmt.Sprintf("only a link waiting to be sent can be marked failed; this one is %s", l.Status))
 }
 
 // Recreate starts a genuinely new create for a link whose remote object was

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -42,11 +41,7 @@ func (s *Server) reconcilePeriods() []views.ServicePeriod {
 	var out []views.ServicePeriod
 	for _, name := range s.reconcilable() {
 		rc := s.cfg.Services[name].Reconcile
-		every := rc.Every
-		if every <= 0 {
-			every = time.Hour // the reconciler's own default for a period left unset
-		}
-		out = append(out, views.ServicePeriod{Service: name, Every: every, Manual: rc.Manual})
+		out = append(out, views.ServicePeriod{Service: name, Every: rc.Period(), Manual: rc.Manual})
 	}
 	return out
 }

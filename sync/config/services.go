@@ -42,7 +42,8 @@ type Service struct {
 
 // Reconcile shapes the reconciliation of one service.
 type Reconcile struct {
-	// Every is how often the scheduler reconciles the service (default 24h: daily).
+	// Every is how often the scheduler reconciles the service (default 1h;
+	// see Period).
 	Every time.Duration `yaml:"every"`
 	// Manual turns the schedule off: runs start only on demand.
 	Manual bool `yaml:"manual"`
@@ -107,6 +108,15 @@ type Object struct {
 	Update  string `yaml:"update"` // "PUT /deals/{external_id}"
 	Lookup  string `yaml:"lookup"` // "GET /deals?external_key={external_key}"; "" = cannot look up
 	List    string `yaml:"list"`   // "GET /deals?cursor={cursor}"; "" = cannot list
+}
+
+// Period is how often the scheduler reconciles the service: Every, or an
+// hour when it is not set.
+func (c Reconcile) Period() time.Duration {
+	if c.Every <= 0 {
+		return time.Hour
+	}
+	return c.Every
 }
 
 // ComparedFields names the fields of a record's payload that are compared

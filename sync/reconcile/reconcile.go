@@ -204,7 +204,7 @@ func (r *Reconciler) RunDue(ctx context.Context) error {
 			continue
 		}
 		last, err := models.LatestRun(r.db.WithContext(ctx), name)
-		if err == nil && r.clock.Now().Sub(last.StartedAt) < every(cfg) {
+		if err == nil && r.clock.Now().Sub(last.StartedAt) < cfg.Period() {
 			continue
 		}
 		if err != nil && !errors.Is(err, models.ErrNotFound) {
@@ -216,13 +216,6 @@ func (r *Reconciler) RunDue(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func every(c config.Reconcile) time.Duration {
-	if c.Every <= 0 {
-		return time.Hour
-	}
-	return c.Every
 }
 
 func maxFixes(c config.Reconcile) int64 {
