@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -32,9 +33,9 @@ func problemFor(err error) views.Problem {
 	var inv *models.InvalidError
 	switch {
 	case errors.As(err, &se):
-		return views.Problem{Status: se.status, Title: http.StatusText(se.status), Message: se.message}
+		return views.Problem{Status: se.status, Title: titleFor(se.status), Message: se.message}
 	case errors.As(err, &inv):
-		return views.Problem{Status: http.StatusBadRequest, Title: "Bad request", Message: inv.Reason}
+		return views.Problem{Status: http.StatusBadRequest, Title: titleFor(http.StatusBadRequest), Message: inv.Reason}
 	case errors.Is(err, models.ErrNotFound):
 		return views.Problem{Status: http.StatusNotFound, Title: "Not found", Message: sentence(err.Error())}
 	case errors.Is(err, models.ErrConflict):
@@ -52,10 +53,31 @@ func problemFor(err error) views.Problem {
 		if msg == "" {
 			msg = http.StatusText(he.Code)
 		}
-		return views.Problem{Status: he.Code, Title: http.StatusText(he.Code), Message: sentence(msg)}
+		return views.Problem{Status: he.Code, Title: titleFor(he.Code), Message: sentence(msg)}
 	}
 	return views.Problem{Status: http.StatusInternalServerError, Title: "Something went wrong",
 		Message: "syncdesk hit an unexpected error. It has been logged; try again, and tell an admin if it keeps happening."}
+}
+
+// titleFor names a status in a support person's words, not HTTP's.
+func titleFor(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return "That didn't work"
+	case http.StatusUnauthorized:
+		return "Please sign in"
+	case http.StatusForbidden:
+		return "Not allowed"
+	case http.StatusNotFound:
+		return "Not found"
+	case http.StatusMethodNotAllowed:
+		return "Not possible here"
+	case http.StatusConflict:
+		return "Already in progress"
+	case http.StatusTooManyRequests:
+		return "Too many tries"
+	}
+	return "Something went wrong"
 }
 
 func sentence(s string) string {
@@ -86,5 +108,42 @@ func (s *Server) handleError(err error, c echo.Context) {
 		_ = c.NoContent(p.Status)
 		return
 	}
-	_ = s.renderStatus(c, p.Status, views.ErrorPage(s.page(c, p.Title, ""), p))
+	section := sectionOf(c.Request().URL.Path)
+	p.Back = backTo(c, section)
+	_ = s.renderStatus(c, p.Status, views.ErrorPage(s.page(c, p.Title, section), p))
+}
+
+// sectionOf is the menu entry a path belongs to ("/links" for
+// "/links/12/sync"), or "" when the path is in none.
+func sectionOf(path string) string {
+	first, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	switch first {
+	case "":
+		return "/"
+	case "records":
+		return "/links"
+	case "tokens":
+		return "/users"
+	}
+	for _, n := range views.Nav {
+		if n.Path == "/"+first {
+			return n.Path
+		}
+	}
+	return ""
+}
+
+// backTo is where "Go back" leads: the page the person came from when it is
+// on this site (and is not the page that failed), else the section's list.
+func backTo(c echo.Context, section string) string {
+	req := c.Request()
+	if ref, err := url.Parse(req.Referer()); err == nil && ref.Host == req.Host && ref.Path != "" &&
+		(ref.Scheme == "http" || ref.Scheme == "https") && ref.RequestURI() != req.URL.RequestURI() &&
+		!strings.HasPrefix(ref.Path, "//") {
+		return ref.RequestURI()
+	}
+	if section == "" {
+		return "/"
+	}
+	return section
 }

@@ -1,0 +1,59 @@
+package web
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+)
+
+// An error page says what happened in a card with a friendly title, keeps
+// the section's menu item lit, and offers a way back; the JSON answers of
+// /api/ and /hooks/ stay as they were.
+func TestErrorPagesAreFriendly(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		viewer := b.signedIn("vic@example.com", models.RoleViewer)
+
+		r := viewer.get("/links/999999")
+		require.Equal(t, http.StatusNotFound, r.status)
+		require.Contains(t, r.body, `<h1>Not found</h1>`)
+		require.Contains(t, r.body, `class="card problem"`)
+		require.Contains(t, r.body, `<a href="/links" aria-current="page">Links</a>`, "the Links menu item stays active")
+		require.Contains(t, r.body, `href="/links" data-testid="go-back"`, "without a Referer, Go back leads to the section's list")
+		require.Contains(t, r.body, `data-testid="to-overview"`)
+		require.NotContains(t, r.body, "Not Found")
+
+		r = viewer.do(http.MethodGet, "/records/order/nope", nil, http.Header{"Referer": {b.srv.URL + "/links?q=nope"}})
+		require.Equal(t, http.StatusNotFound, r.status)
+		require.Contains(t, r.body, `href="/links?q=nope" data-testid="go-back"`, "a Referer on this site is where Go back leads")
+
+		r = viewer.do(http.MethodGet, "/records/order/nope", nil, http.Header{"Referer": {"https://elsewhere.example/links"}})
+		require.Contains(t, r.body, `href="/links" data-testid="go-back"`, "a Referer on another site is not followed")
+
+		r = viewer.post("/failed", "/failed/retry/confirm", nil)
+		require.Equal(t, http.StatusForbidden, r.status)
+		require.Contains(t, r.body, `<h1>Not allowed</h1>`)
+		require.Contains(t, r.body, `<a href="/failed" aria-current="page">Failed</a>`)
+
+		r = viewer.get("/links?status=bogus")
+		require.Equal(t, http.StatusBadRequest, r.status)
+		require.Contains(t, r.body, `<h1>That didn&#39;t work</h1>`)
+
+		r = viewer.get("/no-such-page")
+		require.Equal(t, http.StatusNotFound, r.status)
+		require.NotContains(t, r.body, `aria-current="page"`, "a path in no section lights no menu item")
+		require.NotContains(t, r.body, `data-testid="go-back"`, "the way back is the overview itself")
+
+		r = b.client().do(http.MethodGet, "/api/v1/links", nil, nil)
+		require.Equal(t, http.StatusUnauthorized, r.status)
+		require.Contains(t, r.header.Get("Content-Type"), "application/json")
+		r = b.client().do(http.MethodPost, "/hooks/nope", nil, nil)
+		require.Contains(t, r.header.Get("Content-Type"), "application/json")
+		require.Contains(t, r.body, `{"error":`)
+	})
+}
