@@ -25,13 +25,16 @@ func (v Viewer) IsAdmin() bool { return v.Role == "admin" }
 
 // Page is what every signed-in page's layout needs.
 type Page struct {
-	Title   string
-	Active  string // the nav entry to highlight, by path
-	Viewer  Viewer
-	CSRF    string
-	Flash   string // a one-line confirmation after an action
-	Now     time.Time
-	Version string
+	Title  string
+	Active string // the nav entry to highlight, by path
+	Viewer Viewer
+	CSRF   string
+	Flash  string // a one-line confirmation after an action
+	// FlashWarn shows the flash in the warning colour: the action stopped
+	// something (a pause) or did nothing.
+	FlashWarn bool
+	Now       time.Time
+	Version   string
 	// Paused lists the services whose sending is paused, shown loudly on every page.
 	Paused []PausedService
 }

@@ -129,7 +129,7 @@ func (s *Server) retryConfirmed(c echo.Context) error {
 	}
 	s.audit(c, "link.bulk_retry", target, models.OutcomeSuccess, did)
 	s.recountFailed("a bulk retry")
-	return c.Redirect(http.StatusSeeOther, "/failed?done=bulk-retry")
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/failed?done=bulk-retry&queued=%d&busy=%d&gone=%d", res.Queued, res.Busy, res.Gone))
 }
 
 // recountFailed counts the failed links' groups again after an operator

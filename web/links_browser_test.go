@@ -110,6 +110,12 @@ func TestBrowserOperatorFindsAndFixesFailures(t *testing.T) {
 	require.Equal(t, "Retry 2 failed links?", textOf(t, ctx, testid("confirm-count")))
 	browsertest.Screenshot(ctx, t, "bulk-retry-confirm")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(testid("confirm-retry")), chromedp.WaitVisible(testid("flash"))))
+	require.Contains(t, textOf(t, ctx, testid("flash")), "2 links are queued")
+	require.True(t, waitTrue(ctx, 5*time.Second, `location.search === ''`), "the address bar drops ?done= and the counts")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("main h1")))
+	flashes, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="flash"]').length`))
+	require.NoError(t, err)
+	require.Zero(t, flashes, "a reload does not say it again")
 	var retried int64
 	require.Eventually(t, func() bool {
 		b.db.Model(&models.Attempt{}).Where("link_id IN (?)", b.db.Model(&models.Link{}).Select("id").Where("local_id IN ?", []string{"3", "6"})).Count(&retried)

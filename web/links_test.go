@@ -253,6 +253,14 @@ func TestBulkRetryShowsTheCountAndRetriesExactlyThose(t *testing.T) {
 		var entry models.AuditEntry
 		require.NoError(t, db.Where("action = ?", "link.bulk_retry").Order("id DESC").Take(&entry).Error)
 		require.Equal(t, "queued 2, already in progress 0, no longer there 1", entry.Detail)
+		require.Equal(t, "/failed?done=bulk-retry&queued=2&busy=0&gone=1", r.header.Get("Location"), "the redirect carries the counts")
+		body := c.get(r.header.Get("Location")).body
+		require.Contains(t, body, "2 links are queued to be sent again")
+		require.Contains(t, body, "1 link was no longer there.")
+		require.Contains(t, body, `src="/static/js/flash.js`, "the script that drops ?done= from the address bar")
+		for _, forged := range []string{"queued=-1&busy=0&gone=0", "queued=9999999&busy=0&gone=0", "queued=x&busy=0&gone=0", "queued=2"} {
+			require.NotContains(t, c.get("/failed?done=bulk-retry&"+forged).body, `data-testid="flash"`, "counts %q are not shown", forged)
+		}
 
 		viewer := b.signedIn("vic@example.com", models.RoleViewer)
 		require.NotContains(t, viewer.get("/failed").body, "Retry all")

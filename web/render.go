@@ -2,6 +2,8 @@ package web
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -27,7 +29,7 @@ func (s *Server) page(c echo.Context, title, active string) views.Page {
 	if u := currentUser(c); u != nil {
 		p.Viewer = views.Viewer{Email: u.Email, Name: u.Name, Role: string(u.Role)}
 	}
-	p.Flash = flashes[c.QueryParam("done")]
+	p.Flash, p.FlashWarn = flashFor(c)
 	if p.Viewer.Email != "" {
 		p.Paused = s.pausedServices(c)
 	}
@@ -48,23 +50,77 @@ func (s *Server) pausedServices(c echo.Context) []views.PausedService {
 	return out
 }
 
+// flash is a fixed confirmation text; warn marks one that tells of
+// something now not happening (a pause), shown in the warning colour.
+type flash struct {
+	text string
+	warn bool
+}
+
 // flashes are the confirmations a redirect can ask for with ?done=KEY. Only
 // these fixed texts can appear, so a crafted URL cannot put words on a page.
-var flashes = map[string]string{
-	"service-paused":         "Sending is paused. Links to the service wait in the queue; nothing is lost.",
-	"service-already-paused": "That service was already paused; its first pause stands.",
-	"service-resumed":        "Sending is resumed. Waiting links go out within a few seconds.",
-	"service-not-paused":     "That service was not paused; nothing changed.",
-	"role-changed":           "The role is changed; it applies from their next page.",
-	"user-disabled":          "The user is disabled and signed out everywhere.",
-	"token-revoked":          "The token is revoked; calls that use it now get 401.",
-	"link-failed":            "The link is marked failed; it will not be retried until someone asks.",
-	"link-recreated":         "A new create is queued, with a new idempotency key.",
-	"bulk-retry":             "The links are queued; they leave this page as they succeed.",
-	"event-replayed":         "The event was replayed. The outcome and note below are from this replay.",
-	"task-started":           "The task was started. Its outcome shows here when it finishes: reload the page in a moment.",
-	"task-busy":              "That task is already running, so it was not started a second time.",
-	"runs-started":           "A reconciliation run was started for every service. They are listed below; open one to follow it.",
-	"runs-started-some-busy": "A reconciliation run was started for every service that was not already being reconciled. They are listed below.",
-	"runs-all-busy":          "Every service is already being reconciled, so no new run was started. The runs going are listed below.",
+var flashes = map[string]flash{
+	"service-paused":         {"Sending is paused. Links to the service wait in the queue; nothing is lost.", true},
+	"service-already-paused": {"That service was already paused; its first pause stands.", true},
+	"service-resumed":        {"Sending is resumed. Waiting links go out within a few seconds.", false},
+	"service-not-paused":     {"That service was not paused; nothing changed.", false},
+	"role-changed":           {"The role is changed; it applies from their next page.", false},
+	"user-disabled":          {"The user is disabled and signed out everywhere.", false},
+	"token-revoked":          {"The token is revoked; calls that use it now get 401.", false},
+	"link-failed":            {"The link is marked failed; it will not be retried until someone asks.", false},
+	"link-recreated":         {"A new create is queued, with a new idempotency key.", false},
+	"event-replayed":         {"The event was replayed. The outcome and note below are from this replay.", false},
+	"task-started":           {"The task was started. Its outcome shows here when it finishes: reload the page in a moment.", false},
+	"task-busy":              {"That task is already running, so it was not started a second time.", false},
+	"runs-started":           {"A reconciliation run was started for every service. They are listed below; open one to follow it.", false},
+	"runs-started-some-busy": {"A reconciliation run was started for every service that was not already being reconciled. They are listed below.", false},
+	"runs-all-busy":          {"Every service is already being reconciled, so no new run was started. The runs going are listed below.", false},
+}
+
+// flashFor reads ?done= (and, for a bulk retry, its counts) into the words
+// to show. Unknown keys and counts that are not small numbers show nothing.
+func flashFor(c echo.Context) (string, bool) {
+	done := c.QueryParam("done")
+	if done == "bulk-retry" {
+		return bulkRetryFlash(c)
+	}
+	f := flashes[done]
+	return f.text, f.warn
+}
+
+// bulkRetryFlash says what a bulk retry did, from the counts its redirect
+// carries (?queued=&busy=&gone=).
+func bulkRetryFlash(c echo.Context) (string, bool) {
+	var n [3]int
+	for i, name := range []string{"queued", "busy", "gone"} {
+		v, err := strconv.Atoi(c.QueryParam(name))
+		if err != nil || v < 0 || v > maxBulk {
+			return "", false
+		}
+		n[i] = v
+	}
+	var parts []string
+	switch {
+	case n[0] > 0:
+		parts = append(parts, plural(n[0], "link is", "links are")+" queued to be sent again; they leave this page as they succeed.")
+	case n[1] == 0 && n[2] == 0:
+		return "Nothing was retried.", true
+	default:
+		parts = append(parts, "No link was queued.")
+	}
+	if n[1] > 0 {
+		parts = append(parts, plural(n[1], "link was", "links were")+" already in progress, so left alone.")
+	}
+	if n[2] > 0 {
+		parts = append(parts, plural(n[2], "link was", "links were")+" no longer there.")
+	}
+	return strings.Join(parts, " "), n[0] == 0
+}
+
+// plural writes "1 link is" or "3 links are" style counts.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return views.Count(int64(n)) + " " + many
 }

@@ -156,6 +156,8 @@ func TestPauseAndResumeFromTheServicesPage(t *testing.T) {
 			}
 		}
 		require.Contains(t, op.get("/services?done=service-paused").body, "Sending is paused.")
+		require.Contains(t, op.get("/services?done=service-paused").body, `class="flash flash-warn"`, "a pause is a warning, not a success")
+		require.Contains(t, op.get("/services?done=service-resumed").body, `class="flash"`)
 		require.Contains(t, op.get("/services").body, `action="/services/crm/resume"`)
 		require.NotContains(t, b.client().get("/login").body, "paused-banner", "the sign-in page shows nothing to strangers")
 
