@@ -133,7 +133,7 @@ func DisableUser(db *gorm.DB, email string, now time.Time) (*User, error) {
 	var u *User
 	err := db.Transaction(func(tx *gorm.DB) error {
 		var err error
-		if u, err = UserByEmail(tx, email); err != nil {
+		if u, err = adminGuarded(tx, email); err != nil {
 			return err
 		}
 		if u.DisabledAt == nil {
@@ -161,12 +161,57 @@ func SetRole(db *gorm.DB, email string, role Role, now time.Time) (*User, error)
 	if !role.Valid() {
 		return nil, Invalid(fmt.Sprintf("role %q is not one of viewer, operator, admin", role))
 	}
-	u, err := UserByEmail(db, email)
+	var u *User
+	err := db.Transaction(func(tx *gorm.DB) error {
+		var err error
+		if role == RoleAdmin {
+			u, err = UserByEmail(tx, email)
+		} else {
+			u, err = adminGuarded(tx, email)
+		}
+		if err != nil {
+			return err
+		}
+		u.Role, u.UpdatedAt = role, now
+		return tx.Model(u).Select("role", "updated_at").Updates(u).Error
+	})
+	return u, err
+}
+
+// ErrLastAdmin refuses to demote or disable the only active admin: nobody
+// could manage users any more.
+var ErrLastAdmin = errors.New("the only active admin")
+
+// adminChangesKey is the Postgres advisory lock that changes of who is an
+// active admin take turns on (migrations use 7265_1001).
+const adminChangesKey = 7265_1002
+
+// adminGuarded reads the user whom a change is about to take the admin
+// role from (by demoting or disabling them), and refuses with ErrLastAdmin
+// when no other active admin would be left. On Postgres the transaction
+// first takes an advisory lock: two admins demoting each other at the same
+// instant then take turns, and the second, reading after the first has
+// committed, sees that the first is gone. (SQLite's write transactions take
+// turns anyway.)
+func adminGuarded(tx *gorm.DB, email string) (*User, error) {
+	if Dialect(tx) == Postgres {
+		if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", adminChangesKey).Error; err != nil {
+			return nil, fmt.Errorf("wait for other changes of admins: %w", err)
+		}
+	}
+	var others int64
+	u, err := UserByEmail(tx, email)
 	if err != nil {
 		return nil, err
 	}
-	u.Role, u.UpdatedAt = role, now
-	return u, db.Model(u).Select("role", "updated_at").Updates(u).Error
+	err = tx.Model(&User{}).Where("role = ? AND disabled_at IS NULL AND id <> ?", RoleAdmin, u.ID).Count(&others).Error
+	if err != nil {
+		return nil, fmt.Errorf("count the other active admins: %w", err)
+	}
+	if u.Role == RoleAdmin && !u.Disabled() && others == 0 {
+		return nil, fmt.Errorf("%s is %w", u.Email, ErrLastAdmin)
+	}
+	return u, nil
 }
 
 // ResetPassword gives a user a new password and ends every session they

@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -70,11 +69,8 @@ func (s *Server) disableUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.keepsAnAdmin(c, u, "user.disable", "disable them"); err != nil {
-		return err
-	}
-	if u, err = models.DisableUser(s.db, u.Email, s.clock.Now()); err != nil {
-		return err
+	if _, err := models.DisableUser(s.db, u.Email, s.clock.Now()); err != nil {
+		return s.lastAdmin(c, err, u, "user.disable", "disable them")
 	}
 	s.audit(c, "user.disable", u.Email, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, "/users?done=user-disabled")
@@ -113,13 +109,8 @@ func (s *Server) changeRole(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if role != models.RoleAdmin {
-		if err := s.keepsAnAdmin(c, u, "user.role", "make them "+string(role)); err != nil {
-			return err
-		}
-	}
-	if u, err = models.SetRole(s.db, u.Email, role, s.clock.Now()); err != nil {
-		return err
+	if _, err := models.SetRole(s.db, u.Email, role, s.clock.Now()); err != nil {
+		return s.lastAdmin(c, err, u, "user.role", "make them "+string(role))
 	}
 	s.audit(c, "user.role", u.Email, models.OutcomeSuccess, "role "+string(role))
 	return c.Redirect(http.StatusSeeOther, "/users?done=role-changed")
@@ -151,24 +142,13 @@ func (s *Server) otherUser(c echo.Context, action, refusal string) (*models.User
 	return u, nil
 }
 
-// keepsAnAdmin refuses to take the admin role from u, by demoting or
-// disabling them, when u is the last active admin: nobody could manage
-// users any more. (The check and the change are two statements; models
-// would have to make them one to close the race of two admins demoting
-// each other at the same instant.)
-func (s *Server) keepsAnAdmin(c echo.Context, u *models.User, action, change string) error {
-	if u.Role != models.RoleAdmin || u.Disabled() {
-		return nil
+// lastAdmin says, in words, why the only active admin cannot be demoted or
+// disabled (models decides it, in the change's own transaction), and
+// passes any other error on.
+func (s *Server) lastAdmin(c echo.Context, err error, u *models.User, action, change string) error {
+	if !errors.Is(err, models.ErrLastAdmin) {
+		return err
 	}
-	var others int64
-	err := s.db.Model(&models.User{}).Where("role = ? AND disabled_at IS NULL AND id <> ?", models.RoleAdmin, u.ID).
-		Count(&others).Error
-	if err != nil {
-		return fmt.Errorf("count active admins: %w", err)
-	}
-	if others == 0 {
-		s.audit(c, action, u.Email, models.OutcomeDenied, change+": last active admin")
-		return errBadRequest(u.Email + " is the only active admin, so you cannot " + change + ": nobody could manage users any more. Make someone else admin first.")
-	}
-	return nil
+	s.audit(c, action, u.Email, models.OutcomeDenied, change+": last active admin")
+	return errBadRequest(u.Email + " is the only active admin, so you cannot " + change + ": nobody could manage users any more. Make someone else admin first.")
 }
