@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,7 +184,11 @@ func carrying(resp any, obj config.Object, key string) ([]string, error) {
 		if id == "" {
 			return nil, fmt.Errorf("an object carrying the key has no %q field with its id", obj.IDField)
 		}
-		ids = append(ids, id)
+		// One object listed twice (a search that matches it on two fields)
+		// is still one object, not a duplicate for a person to resolve.
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
 	}
 	return ids, nil
 }

@@ -73,6 +73,7 @@ func TestALookupAnswerItCannotReadIsNotNoneFound(t *testing.T) {
 		{"items null, as Go writes an empty slice", 200, `{"items":null}`, nil, ""},
 		{"empty data", 200, `{"data":[],"next_cursor":""}`, nil, ""},
 		{"an array", 200, `[` + mine + `]`, []string{"d1"}, ""},
+		{"one object listed twice", 200, `[` + mine + `,` + mine + `]`, []string{"d1"}, ""},
 		{"items", 200, `{"items":[` + mine + `]}`, []string{"d1"}, ""},
 		{"data", 200, `{"data":[` + mine + `]}`, []string{"d1"}, ""},
 		{"one object carrying the key", 200, mine, []string{"d1"}, ""},
