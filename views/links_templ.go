@@ -102,7 +102,7 @@ func LinksPage(p Page, v Links) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" placeholder=\"local id, external id or key\" data-testid=\"links-search\"></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" placeholder=\"whole id or key: order 10004\" title=\"Matches a whole local id, remote id or key, alone or after the record type, as in order 10004\" data-testid=\"links-search\"></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

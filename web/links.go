@@ -19,8 +19,13 @@ const linksPageSize = 50
 
 func (s *Server) listLinks(c echo.Context) error {
 	f := views.LinkFilter{Service: c.QueryParam("service"), Status: c.QueryParam("status"), Type: c.QueryParam("type"),
-		Class: c.QueryParam("class"), Q: c.QueryParam("q")}
+		Class: c.QueryParam("class"), Q: strings.TrimSpace(c.QueryParam("q"))}
 	q := models.LinkQuery{Service: f.Service, LocalType: f.Type, Status: models.Status(f.Status), Class: f.Class, Search: f.Q, Limit: linksPageSize + 1}
+	// "order 10004" with the type filter on another type is left as typed,
+	// and so matches nothing.
+	if typ, id := s.splitSearch(f.Q); typ != "" && (q.LocalType == "" || q.LocalType == typ) {
+		q.LocalType, q.Search = typ, id
+	}
 	if q.Status != "" && !q.Status.Valid() {
 		return errBadRequest("There is no status called " + strconv.Quote(f.Status) + ".")
 	}
@@ -51,6 +56,23 @@ func (s *Server) listLinks(c echo.Context) error {
 		v.NextURL = pageURL(c, "/links", "before", links[len(links)-1].ID)
 	}
 	return s.render(c, views.LinksPage(s.page(c, "Links", "/links"), v))
+}
+
+// splitSearch reads a search typed as the table shows a record ("order
+// 10004") into its type and id. A first word that is no routed type
+// leaves the search as typed, and so does a single word.
+func (s *Server) splitSearch(q string) (typ, id string) {
+	first, rest, ok := strings.Cut(q, " ")
+	if !ok {
+		return "", ""
+	}
+	rest = strings.TrimSpace(rest)
+	for _, t := range s.routedTypes() {
+		if strings.EqualFold(t, first) && rest != "" {
+			return t, rest
+		}
+	}
+	return "", ""
 }
 
 // routedTypes are the local types some service takes, sorted.

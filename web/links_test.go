@@ -83,6 +83,14 @@ func TestLinksListFiltersSearchAndPages(t *testing.T) {
 		require.Len(t, rowIDs(r.body), 1, "search by external key")
 		r = c.get("/links?q=11")
 		require.Len(t, rowIDs(r.body), 1, "search by local id")
+		for _, typed := range []string{"+11", "11+", "order+11", "Order++11+", "+order+11"} {
+			r = c.get("/links?q=" + typed)
+			require.Equal(t, []string{"11"}, rowIDs(r.body), "search %q: spaces trimmed, and a type before the id as the table shows it", typed)
+		}
+		require.Contains(t, c.get("/links?q=+11+").body, `value="11"`, "the search box keeps the trimmed text")
+		require.Empty(t, rowIDs(c.get("/links?q=lead+11").body), "a word that is no routed type is part of the search")
+		require.Empty(t, rowIDs(c.get("/links?q=order+11&type=lead").body), "the type typed and the type filter disagree: nothing matches")
+		require.Contains(t, c.get("/links").body, "whole id or key", "the search box says it matches whole ids")
 		r = c.get("/links?class=permanent&q=nothing")
 		require.Contains(t, r.body, "No links match these filters")
 
