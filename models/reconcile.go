@@ -39,6 +39,14 @@ const (
 	RunAwaiting    = "awaiting_confirmation" // stopped at the safety valve; an operator confirms the rest
 )
 
+// runWords is a run status as the reasons in errors say it.
+var runWords = map[string]string{RunRunning: "running", RunCompleted: "completed", RunFailed: "failed",
+	RunInterrupted: "interrupted", RunAwaiting: "awaiting confirmation"}
+
+// comparedStatuses are the statuses of runs that compared both sides to the
+// end: their findings are the freshest there are.
+var comparedStatuses = []string{RunCompleted, RunAwaiting}
+
 // ErrRunActive means a reconciliation of the service is already running.
 var ErrRunActive = errors.New("a reconciliation of this service is already running")
 
@@ -141,10 +149,53 @@ func ResumeRun(db *gorm.DB, id int64, who, owner string, now time.Time) (*Reconc
 	if res.RowsAffected == 1 {
 		return run, nil
 	}
+	return nil, notConfirmable(db, run)
+}
+
+// notConfirmable says, in words, why run cannot be confirmed.
+func notConfirmable(db *gorm.DB, run *ReconciliationRun) error {
 	if run.Status != RunAwaiting {
-		return nil, Invalid(fmt.Sprintf("run %d is %s; only a run awaiting confirmation can be confirmed", id, run.Status))
+		return Invalid(fmt.Sprintf("Run %d is %s, not awaiting confirmation: there is nothing to confirm.", run.ID, runWords[run.Status]))
 	}
-	return nil, Invalid(fmt.Sprintf("a newer run of %s has replaced run %d; confirm that one", run.Service, id))
+	by, err := SupersededBy(db, run)
+	if err != nil {
+		return err
+	}
+	if by > 0 {
+		return Invalid(fmt.Sprintf("Run %d was superseded by run %d: its findings are out of date, so its fixes were not applied. "+
+			"Run %d's report shows what is wrong now.", run.ID, by, by))
+	}
+	newer, err := LatestRun(db, run.Service)
+	if err != nil {
+		return err
+	}
+	next := "Start a new run and look at its report instead."
+	if newer.Status == RunRunning {
+		next = fmt.Sprintf("Look at run %d's report when it ends instead.", newer.ID)
+	}
+	return Invalid(fmt.Sprintf("Run %d of %s started after run %d (it is %s): confirming run %d would apply fixes found on older data. %s",
+		newer.ID, run.Service, run.ID, runWords[newer.Status], run.ID, next))
+}
+
+// SupersededBy returns the run that superseded run, or 0. A run awaiting
+// confirmation is superseded once a newer run of its service has compared
+// both sides to the end (completed, or stopped at its own safety valve; a
+// dry run too): its findings are out of date then, and confirming it would
+// apply fixes found on old data — the fixes check our links, not what the
+// provider did since. ResumeRun refuses it; pages show it superseded.
+// Derived, not stored: no write can miss it, and rows written before it
+// existed read the same.
+func SupersededBy(db *gorm.DB, run *ReconciliationRun) (int64, error) {
+	if run.Status != RunAwaiting {
+		return 0, nil
+	}
+	var ids []int64
+	err := db.Model(&ReconciliationRun{}).Where("service = ? AND id > ? AND status IN ?", run.Service, run.ID, comparedStatuses).
+		Order("id").Limit(1).Pluck("id", &ids).Error
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	return ids[0], nil
 }
 
 // AddFixed counts n more fixes applied by a run.
@@ -200,6 +251,9 @@ type RunDetail struct {
 	ConfirmedAt *time.Time
 	Kinds       []KindCount // one per kind, in DiscrepancyKinds order, zeros included
 	All         KindCount   // the totals (Kind "")
+	// SupersededBy is the newer run that made this one's findings out of
+	// date while it awaited confirmation (see SupersededBy); 0 if none.
+	SupersededBy int64
 }
 
 // RunDetailByID returns a run with its counts per kind and status.
@@ -224,6 +278,10 @@ func RunDetailOf(db *gorm.DB, run *ReconciliationRun) (*RunDetail, error) {
 		return nil, fmt.Errorf("read confirmation of run %d: %w", id, err)
 	}
 	d.ConfirmedBy, d.ConfirmedAt = conf.ConfirmedBy, conf.ConfirmedAt
+	var err error
+	if d.SupersededBy, err = SupersededBy(db, run); err != nil {
+		return nil, fmt.Errorf("is run %d superseded: %w", id, err)
+	}
 	var rows []struct {
 		Kind, Status string
 		N            int64

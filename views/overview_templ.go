@@ -574,7 +574,7 @@ func reconcileSummary(p Page, services []ReconcileSummary) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = RunBadge(s.Last.Status).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = RunBadge(s.Last.State()).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -72,7 +72,7 @@ func (s *Server) runRow(d *models.RunDetail) views.RunRow {
 	r := d.Run
 	row := views.RunRow{ID: r.ID, Service: r.Service, Status: r.Status, DryRun: r.DryRun, TriggeredBy: r.TriggeredBy,
 		StartedAt: r.StartedAt, Expected: r.Expected, Scanned: r.Scanned, Fixed: d.All.Fixed, Open: d.All.Open,
-		Reported: d.All.Reported, Error: r.Error}
+		Reported: d.All.Reported, Error: r.Error, SupersededBy: d.SupersededBy}
 	end := s.clock.Now()
 	if r.FinishedAt != nil {
 		end = *r.FinishedAt
@@ -177,6 +177,9 @@ func (s *Server) showRun(c echo.Context) error {
 	if d.ConfirmedAt != nil {
 		v.ConfirmedAt = *d.ConfirmedAt
 	}
+	if v.StartedAfter, err = s.startedAfter(d); err != nil {
+		return err
+	}
 	if d.Run.FinishedAt != nil {
 		v.FinishedAt = *d.Run.FinishedAt
 	}
@@ -191,6 +194,20 @@ func (s *Server) showRun(c echo.Context) error {
 	}
 	title := fmt.Sprintf("Reconciliation of %s, run %d", d.Run.Service, id)
 	return s.render(c, views.RunPage(s.page(c, title, "/reconcile"), v))
+}
+
+// startedAfter is the newer run of the service that keeps a run awaiting
+// confirmation, and not superseded, from being confirmed: one still going
+// or ended without comparing. 0 if none.
+func (s *Server) startedAfter(d *models.RunDetail) (int64, error) {
+	if d.Run.Status != models.RunAwaiting || d.SupersededBy > 0 {
+		return 0, nil
+	}
+	latest, err := models.LatestRun(s.db, d.Run.Service)
+	if err != nil || latest.ID == d.Run.ID {
+		return 0, err
+	}
+	return latest.ID, nil
 }
 
 func csvURL(id int64, f models.DiscrepancyFilter) string {

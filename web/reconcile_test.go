@@ -380,3 +380,54 @@ func TestReconcileConflictWhileRunning(t *testing.T) {
 		require.Contains(t, r.body, "another instance")
 	})
 }
+
+// A run awaiting confirmation that a newer run has superseded says so in
+// words, offers no Confirm, and a forged confirmation is refused with the
+// reason; a newer run that did not finish comparing also keeps it from
+// being confirmed, and the page says why.
+func TestReconcileSupersededRunCannotBeConfirmed(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, rec := reconcileServer(t, db, 1)
+		for n := 1; n <= 3; n++ {
+			b.orphanRecord(n)
+		}
+		old, err := rec.Run(context.Background(), "crm", reconcile.RunOptions{TriggeredBy: "scheduler"})
+		require.NoError(t, err)
+		require.Equal(t, models.RunAwaiting, old.Status)
+		op := b.signedIn("ops@example.com", models.RoleOperator)
+		page := fmt.Sprintf("/reconcile/%d", old.ID)
+
+		now := b.clock.Now()
+		failed := models.ReconciliationRun{Service: "crm", TriggeredBy: "elsewhere", StartedAt: now, HeartbeatAt: &now}
+		require.NoError(t, models.StartRun(db, &failed))
+		require.NoError(t, models.FinishRun(db, failed.ID, models.RunFailed, "listing failed", now))
+		r := op.get(page)
+		require.Contains(t, r.body, "Awaiting confirmation")
+		require.Contains(t, r.body, `data-testid="run-not-confirmable"`)
+		require.NotContains(t, r.body, `data-testid="run-confirm"`, "a failed newer run keeps it from being confirmed")
+
+		b.clock.Advance(time.Second)
+		newer, err := rec.Run(context.Background(), "crm", reconcile.RunOptions{TriggeredBy: "scheduler", DryRun: true})
+		require.NoError(t, err)
+		require.Equal(t, models.RunCompleted, newer.Status)
+
+		r = op.get(page)
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, `data-status="superseded"`)
+		require.NotContains(t, r.body, "Awaiting confirmation")
+		require.Regexp(t, fmt.Sprintf(`Superseded by\s*<a href="/reconcile/%d">run %d</a>:\s*its findings are out of date`, newer.ID, newer.ID), r.body)
+		require.NotContains(t, r.body, `data-testid="run-confirm"`)
+		row := between(t, op.get("/reconcile").body, fmt.Sprintf(`data-testid="run-row-%d"`, old.ID), "</tr>")
+		require.Contains(t, row, "Superseded")
+
+		r = op.post(page, page+"/confirm", nil)
+		require.Equal(t, http.StatusBadRequest, r.status)
+		require.Contains(t, r.body, fmt.Sprintf("Run %d was superseded by run %d: its findings are out of date", old.ID, newer.ID))
+		require.EqualValues(t, 1, b.auditCount("reconcile.confirm", models.OutcomeDenied))
+		require.EqualValues(t, 0, b.auditCount("reconcile.confirm", models.OutcomeSuccess))
+		var links int64
+		require.NoError(t, db.Model(&models.Link{}).Count(&links).Error)
+		require.EqualValues(t, 1, links, "only the fix within the safety valve was applied")
+	})
+}

@@ -58,6 +58,10 @@ func TestDecide(t *testing.T) {
 		{"failed update, object differs", subject{link: failed("deal_1"), remotes: remote("deal_1", differs)}, nil, "", false, ""},
 		{"being sent", subject{link: &linkView{id: 7, status: models.StatusProcessing}}, nil, "", false, ""},
 		{"queued", subject{link: &linkView{id: 7, status: models.StatusRetry}}, nil, "", false, ""},
+		// A push still pending is already fixing a difference: no field_mismatch for it.
+		{"a push waits, object differs", subject{link: &linkView{id: 7, status: models.StatusNew, externalID: "deal_1"}, remotes: remote("deal_1", differs)}, nil, "", false, ""},
+		{"a push retries, object differs", subject{link: &linkView{id: 7, status: models.StatusRetry, externalID: "deal_1"}, remotes: remote("deal_1", differs)}, nil, "", false, ""},
+		{"a push is going, object differs", subject{link: &linkView{id: 7, status: models.StatusProcessing, externalID: "deal_1"}, remotes: remote("deal_1", differs)}, nil, "", false, ""},
 		{"changed since the run began", subject{link: &linkView{id: 7, status: models.StatusSuccess, externalID: "deal_1", moved: true}}, nil, "", false, ""},
 		{"deleted on the provider's word", subject{link: &linkView{id: 7, status: models.StatusFailed, externalID: "deal_1", deleted: true}}, nil, "", false, ""},
 	}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -144,7 +145,8 @@ func TestSafetyValveWaitsForConfirmation(t *testing.T) {
 	})
 }
 
-// A newer run replaces one awaiting confirmation: only the latest can be confirmed.
+// A newer run that compares afresh supersedes one awaiting confirmation:
+// the old findings are out of date, and confirming them is refused in words.
 func TestOnlyTheLatestRunCanBeConfirmed(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
@@ -153,11 +155,54 @@ func TestOnlyTheLatestRunCanBeConfirmed(t *testing.T) {
 		e.orphanRecord(2)
 		old := e.reconcile(RunOptions{})
 		require.Equal(t, models.RunAwaiting, old.Run.Status)
+		require.Zero(t, old.SupersededBy, "the latest run is not superseded")
 		e.settle()
 		newer := e.reconcile(RunOptions{})
 		require.Equal(t, models.RunCompleted, newer.Run.Status, "one fix left, within the cap")
+		require.Equal(t, newer.Run.ID, e.detail(old.Run.ID).SupersededBy)
 		_, err := e.rec.Confirm(context.Background(), old.Run.ID, "ops@example.com")
-		require.ErrorContains(t, err, "a newer run of crm has replaced")
+		var invalid *models.InvalidError
+		require.ErrorAs(t, err, &invalid)
+		require.Contains(t, invalid.Reason, fmt.Sprintf("Run %d was superseded by run %d: its findings are out of date", old.Run.ID, newer.Run.ID))
+		require.Empty(t, e.detail(old.Run.ID).ConfirmedBy, "nothing was confirmed")
+	})
+}
+
+// A dry run compares afresh too: it supersedes an older run awaiting
+// confirmation. A run that did not compare to the end (failed,
+// interrupted, still running) supersedes nothing, but the older run can no
+// longer be confirmed either, and the refusal says why.
+func TestWhichNewerRunsSupersede(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db, func(s *config.Service) { s.Reconcile.MaxFixes = 1 })
+		for n := 1; n <= 4; n++ {
+			e.orphanRecord(n)
+		}
+		old := e.reconcile(RunOptions{})
+		require.Equal(t, models.RunAwaiting, old.Run.Status)
+
+		now := e.clock.Now()
+		other := models.ReconciliationRun{Service: "crm", TriggeredBy: "elsewhere", Owner: "other", StartedAt: now, HeartbeatAt: &now}
+		require.NoError(t, models.StartRun(db, &other))
+		_, err := e.rec.Confirm(context.Background(), old.Run.ID, "ops@example.com")
+		var invalid *models.InvalidError
+		require.ErrorAs(t, err, &invalid)
+		require.Contains(t, invalid.Reason, fmt.Sprintf("Run %d of crm started after run %d (it is running)", other.ID, old.Run.ID))
+		require.Zero(t, e.detail(old.Run.ID).SupersededBy, "a running run has compared nothing yet")
+		require.NoError(t, models.FinishRun(db, other.ID, models.RunFailed, "listing failed", now))
+		require.Zero(t, e.detail(old.Run.ID).SupersededBy, "a failed run compared nothing")
+		_, err = e.rec.Confirm(context.Background(), old.Run.ID, "ops@example.com")
+		require.ErrorAs(t, err, &invalid)
+		require.Contains(t, invalid.Reason, fmt.Sprintf("Run %d of crm started after run %d (it is failed)", other.ID, old.Run.ID))
+
+		dry := e.reconcile(RunOptions{DryRun: true})
+		require.Equal(t, models.RunCompleted, dry.Run.Status)
+		require.Equal(t, dry.Run.ID, e.detail(old.Run.ID).SupersededBy)
+		later := e.reconcile(RunOptions{})
+		require.Equal(t, models.RunAwaiting, later.Run.Status)
+		require.Equal(t, dry.Run.ID, e.detail(old.Run.ID).SupersededBy, "the first newer run that compared")
+		require.Zero(t, later.SupersededBy)
 	})
 }
 
