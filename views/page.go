@@ -20,7 +20,8 @@ type Viewer struct {
 // CanOperate reports whether the viewer may press operator buttons.
 func (v Viewer) CanOperate() bool { return v.Role == "operator" || v.Role == "admin" }
 
-// IsAdmin reports whether the viewer may manage users and tokens.
+// IsAdmin reports whether the viewer may manage users and tokens, see the
+// services' configuration and the schedules.
 func (v Viewer) IsAdmin() bool { return v.Role == "admin" }
 
 // Page is what every signed-in page's layout needs.
@@ -62,7 +63,7 @@ var Nav = []NavEntry{
 	{Path: "/events", Label: "Webhooks"},
 	{Path: "/services", Label: "Services"},
 	{Path: "/reconcile", Label: "Reconciliation"},
-	{Path: "/schedules", Label: "Schedules"},
+	{Path: "/schedules", Label: "Schedules", AdminOnly: true},
 	{Path: "/audit", Label: "Audit log"},
 	{Path: "/users", Label: "Users", AdminOnly: true},
 }

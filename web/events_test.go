@@ -66,7 +66,7 @@ func addEventAndScheduleRoutes(s *Server) error {
 	add(http.MethodGet, "/events", s.listEvents)
 	add(http.MethodGet, "/events/:service/:id", s.showEvent)
 	add(http.MethodPost, "/events/:service/:id/replay", s.replayEvent, s.requireRole(models.RoleOperator))
-	add(http.MethodGet, "/schedules", s.listSchedules)
+	add(http.MethodGet, "/schedules", s.listSchedules, s.requireRole(models.RoleAdmin))
 	add(http.MethodPost, "/schedules/:name/run", s.runSchedule, s.requireRole(models.RoleAdmin))
 	return nil
 }

@@ -59,7 +59,7 @@ func (s *Server) routes() error {
 	pages.GET("/events", s.listEvents)
 	pages.GET("/events/:service/:id", s.showEvent)
 	pages.POST("/events/:service/:id/replay", s.replayEvent, operator)
-	pages.GET("/schedules", s.listSchedules)
+	pages.GET("/schedules", s.listSchedules, admin)
 	pages.POST("/schedules/:name/run", s.runSchedule, admin)
 	pages.GET("/services", s.listServices)
 	pages.POST("/services/:name/pause", s.pauseService, operator)

@@ -44,27 +44,33 @@ func TestSchedulesListAndRunNow(t *testing.T) {
 		sched, runs := testScheduler(t)
 		b, _ := pagesServer(t, db, sched)
 
+		// Schedules are for admins (PRODUCT.md's roles): others neither see
+		// the page nor its menu item.
 		viewer := b.signedIn("vera@example.com", models.RoleViewer)
-		r := viewer.get("/schedules")
+		op := b.signedIn("olga@example.com", models.RoleOperator)
+		for _, c := range []*client{viewer, op} {
+			r := c.get("/schedules")
+			require.Equal(t, http.StatusForbidden, r.status)
+			require.NotContains(t, r.body, "Sends links that are due")
+			require.NotContains(t, c.get("/").body, `href="/schedules"`, "no Schedules menu item for a non-admin")
+		}
+		r := viewer.post("/", "/schedules/send/run", nil)
+		require.Equal(t, http.StatusForbidden, r.status)
+		r = op.post("/", "/schedules/send/run", nil)
+		require.Equal(t, http.StatusForbidden, r.status)
+		require.Equal(t, int64(4), b.auditCount("access.denied", models.OutcomeDenied))
+		require.Zero(t, runs.Load())
+
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+		r = admin.get("/schedules")
 		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, `href="/schedules" aria-current="page"`)
 		require.Contains(t, r.body, "Sends links that are due")
 		require.Contains(t, r.body, "Deletes old webhook events")
 		require.Contains(t, r.body, "Every hour")
 		require.Contains(t, r.body, "Every 10 minutes")
 		require.Contains(t, r.body, "Not run yet")
-		require.NotContains(t, r.body, `data-testid="run-send"`, "only admins see Run now")
-		require.Contains(t, r.body, "needs the admin role")
-
-		r = viewer.post("/schedules", "/schedules/send/run", nil)
-		require.Equal(t, http.StatusForbidden, r.status)
-		op := b.signedIn("olga@example.com", models.RoleOperator)
-		r = op.post("/schedules", "/schedules/send/run", nil)
-		require.Equal(t, http.StatusForbidden, r.status)
-		require.Equal(t, int64(2), b.auditCount("access.denied", models.OutcomeDenied))
-		require.Zero(t, runs.Load())
-
-		admin := b.signedIn("root@example.com", models.RoleAdmin)
-		require.Contains(t, admin.get("/schedules").body, `data-testid="run-send"`)
+		require.Contains(t, r.body, `data-testid="run-send"`)
 		r = admin.post("/schedules", "/schedules/send/run", nil)
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		require.Equal(t, "/schedules?done=task-started", r.header.Get("Location"))

@@ -102,7 +102,7 @@ func registerServiceRoutes(t *testing.T, s *Server) {
 func TestServicesPageDescribesServicesWithoutSecrets(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setupServices(t, db)
-		r := b.signedIn("vera@example.com", models.RoleViewer).get("/services")
+		r := b.signedIn("root@example.com", models.RoleAdmin).get("/services")
 		require.Equal(t, http.StatusOK, r.status, r.body)
 		for _, want := range []string{
 			`data-testid="service-crm"`, `data-testid="service-payments"`,
@@ -117,7 +117,31 @@ func TestServicesPageDescribesServicesWithoutSecrets(t *testing.T) {
 		for _, secret := range secretValues {
 			require.NotContains(t, r.body, secret, "a secret value reached the page")
 		}
-		require.NotContains(t, r.body, `action="/services/crm/pause"`, "a viewer gets no switch")
+	})
+}
+
+// The configuration is for admins (PRODUCT.md's roles); health and the
+// pause switch stay for everyone who may use them.
+func TestServicesConfigurationIsForAdmins(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		for _, role := range []models.Role{models.RoleViewer, models.RoleOperator} {
+			r := b.signedIn(string(role)+"@example.com", role).get("/services")
+			require.Equal(t, http.StatusOK, r.status, r.body)
+			for _, hidden := range []string{"https://pay.example.com", "desk:xxxxx@", "$SYNCDESK_TEST_CRM_TOKEN", "per call", "backing off", "create, update"} {
+				require.NotContains(t, r.body, hidden, "a %s sees no configuration", role)
+			}
+			require.Contains(t, r.body, `data-testid="config-hidden-crm"`)
+			require.Contains(t, r.body, "An admin can see how crm is configured")
+			require.Contains(t, r.body, `data-testid="health-crm"`, "health is for everyone")
+			if role == models.RoleViewer {
+				require.NotContains(t, r.body, `action="/services/crm/pause"`, "a viewer gets no switch")
+			} else {
+				require.Contains(t, r.body, `action="/services/crm/pause"`, "an operator keeps the switch")
+			}
+		}
+		r := b.signedIn("root@example.com", models.RoleAdmin).get("/services")
+		require.NotContains(t, r.body, "config-hidden-crm")
 	})
 }
 
