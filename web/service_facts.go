@@ -23,6 +23,9 @@ func describeService(name string, svc config.Service) views.ServiceCard {
 	for _, typ := range sortedNames(svc.Objects) {
 		o := svc.Objects[typ]
 		card.Routes = append(card.Routes, views.ServiceRoute{LocalType: typ, Remote: o.Remote, Operations: operations(o)})
+		if duplicateRisk(svc, o) {
+			card.DuplicateRisks = append(card.DuplicateRisks, typ)
+		}
 	}
 	for _, h := range sortedNames(svc.Headers) {
 		st := secretState(svc.Headers[h])
@@ -126,6 +129,13 @@ func idempotencyWords(svc config.Service) string {
 		s += "; after an attempt with an unknown outcome, looks the object up by its key before creating again"
 	}
 	return s
+}
+
+// duplicateRisk reports whether a create whose answer is lost (a timeout,
+// a dropped connection) can become a second object: the service can neither
+// look the object up by its key nor deduplicate by an Idempotency-Key.
+func duplicateRisk(svc config.Service, o config.Object) bool {
+	return o.Create != "" && o.Lookup == "" && svc.IdempotencyHeader == ""
 }
 
 func canLookup(svc config.Service) bool {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -308,4 +309,41 @@ func (b *bundle) link(typ, id, service string, status models.Status) int64 {
 		NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 	require.NoError(b.t, b.db.Create(&l).Error)
 	return l.ID
+}
+
+// A service that can neither look an object up nor take an Idempotency-Key
+// turns every lost create answer into a second object: the Services page
+// says so, per type, to everyone.
+func TestServicesPageWarnsOfDuplicateRisk(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		cfg := b.cfg
+		cfg.Services = maps.Clone(cfg.Services)
+		cfg.Services["sms"] = config.Service{Kind: "http", BaseURL: "https://sms.example.com", Timeout: time.Second,
+			Retry: config.Retry{MaxAttempts: 3, Base: time.Second, Max: time.Minute},
+			Objects: map[string]config.Object{
+				"message": {Remote: "sms", ExternalKey: "msg_{local_id}", IDField: "id", Create: "POST /sms"},
+				"contact": {Remote: "contact", ExternalKey: "c_{local_id}", KeyField: "ref", IDField: "id", Create: "POST /contacts",
+					Lookup: "GET /contacts?ref={external_key}"},
+			}}
+		cfg.Services["mail"] = config.Service{Kind: "http", BaseURL: "https://mail.example.com", Timeout: time.Second,
+			IdempotencyHeader: "Idempotency-Key", Retry: config.Retry{MaxAttempts: 3, Base: time.Second, Max: time.Minute},
+			Objects: map[string]config.Object{"message": {Remote: "mail", ExternalKey: "m_{local_id}", IDField: "id", Create: "POST /mail"}}}
+		s, err := New(Deps{DB: db, Config: cfg, Clock: b.clock, Version: "test", Log: slog.New(slog.DiscardHandler), Outbox: b.eng})
+		require.NoError(t, err)
+		b.srv = httptest.NewServer(s.Handler())
+		t.Cleanup(b.srv.Close)
+
+		for _, role := range []models.Role{models.RoleViewer, models.RoleAdmin} {
+			body := b.signedIn(string(role)+"@example.com", role).get("/services").body
+			warning := regexp.MustCompile(`(?s)data-testid="duplicate-risk-sms".*?</div>`).FindString(body)
+			require.NotEmpty(t, warning, "a %s is warned about sms", role)
+			require.Contains(t, warning, "Creates of message can make duplicates in sms.")
+			require.NotContains(t, warning, "contact", "contact can be looked up")
+			require.Contains(t, warning, "syncdesk cannot tell whether a create it lost the answer to went through: "+
+				"add a lookup endpoint or the provider's idempotency header.")
+			require.NotContains(t, body, `data-testid="duplicate-risk-mail"`, "mail takes an Idempotency-Key")
+			require.NotContains(t, body, `data-testid="duplicate-risk-crm"`, "crm looks orders up")
+		}
+	})
 }
