@@ -71,9 +71,9 @@ func TestBrowserReconcileRunProgressReportAndCSV(t *testing.T) {
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(testid("disc-table"))))
 	table := textOf(t, ctx, testid("disc-table"))
-	require.Contains(t, table, "missing_remote")
-	require.Contains(t, table, "never_synced")
-	require.Contains(t, textOf(t, ctx, testid("run-kinds")), "re-created through the normal outbox")
+	require.Contains(t, table, "Missing at the provider")
+	require.Contains(t, table, "Never sent")
+	require.Contains(t, textOf(t, ctx, testid("run-kinds")), "It is created again through the normal sending queue")
 	browsertest.Screenshot(ctx, t, "reconcile-report")
 
 	body, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {

@@ -156,13 +156,13 @@ func TestReconcileStartAndList(t *testing.T) {
 		r = op.get("/reconcile")
 		require.Contains(t, r.body, fmt.Sprintf(`data-testid="run-row-%d"`, id))
 		require.Contains(t, r.body, "Completed")
-		require.Contains(t, r.body, "missing_remote")
-		require.Contains(t, r.body, "never_synced")
+		require.Contains(t, r.body, "Missing at the provider")
+		require.Contains(t, r.body, "Never sent")
 		require.Contains(t, op.get("/reconcile?service=other").body, "No runs of other yet")
 
 		r = op.get(fmt.Sprintf("/reconcile/%d", id))
 		require.Equal(t, http.StatusOK, r.status)
-		require.Contains(t, r.body, "We have a synced link but the service has no object")
+		require.Contains(t, r.body, "We have a synced link, but the provider no longer has the object")
 		require.Contains(t, r.body, "Dry run")
 		require.Contains(t, r.body, `href="/records/order/9"`)
 		require.NotContains(t, r.body, `hx-trigger="every 1s"`, "an ended run does not poll")
@@ -193,8 +193,8 @@ func TestOverviewSummarisesTheNewestRun(t *testing.T) {
 		require.NotContains(t, row, fmt.Sprintf(`href="/reconcile/%d"`, older))
 		require.NotContains(t, row, "Never reconciled")
 		require.Contains(t, row, "Completed")
-		require.Regexp(t, `missing_remote</span> 3`, row)
-		require.Regexp(t, `duplicate_remote</span> 2`, row)
+		require.Regexp(t, `Missing at the provider <strong>3</strong>`, row)
+		require.Regexp(t, `Duplicated at the provider <strong>2</strong>`, row)
 		require.Regexp(t, `<td class="num">3</td>`, row, "fixed")
 		require.Regexp(t, `<strong>2</strong>`, row, "not fixed")
 	})
@@ -429,5 +429,57 @@ func TestReconcileSupersededRunCannotBeConfirmed(t *testing.T) {
 		var links int64
 		require.NoError(t, db.Model(&models.Link{}).Count(&links).Error)
 		require.EqualValues(t, 1, links, "only the fix within the safety valve was applied")
+	})
+}
+
+// kindCode is a discrepancy kind's code shown as text, anywhere but in an
+// attribute or in the kind filter's options.
+var kindCode = regexp.MustCompile(`>[^<]*\b(missing_remote|unlinked_remote|duplicate_remote|field_mismatch|never_synced|failed_but_exists)\b`)
+
+// codesOutsideFilter returns the kind codes body shows as text, leaving out
+// the kind filter, where an operator reads them against the CSV export.
+func codesOutsideFilter(body string) []string {
+	if i := strings.Index(body, `<select id="f-kind"`); i >= 0 {
+		j := strings.Index(body[i:], "</select>")
+		body = body[:i] + body[i+j:]
+	}
+	return kindCode.FindAllString(body, -1)
+}
+
+// The overview, the runs list and a run's page say each kind in words;
+// the codes show only in the kind filter and the CSV export, and no
+// explanation speaks of the outbox.
+func TestReconcilePagesSayKindsInWords(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := reconcileServer(t, db, 0)
+		now := b.clock.Now()
+		run := models.ReconciliationRun{Service: "crm", TriggeredBy: "test", StartedAt: now, HeartbeatAt: &now}
+		require.NoError(t, models.StartRun(db, &run))
+		require.NoError(t, models.FinishRun(db, run.ID, models.RunCompleted, "", now))
+		for i, k := range models.DiscrepancyKinds {
+			require.NoError(t, db.Create(&models.Discrepancy{RunID: run.ID, Kind: k, Status: models.DiscrepancyReported,
+				LocalType: "order", LocalID: fmt.Sprint(i), ExternalKey: fmt.Sprintf("site_order_%d", i), Detail: "found", CreatedAt: now}).Error)
+		}
+		v := b.signedIn("vic@example.com", models.RoleViewer)
+		page := fmt.Sprintf("/reconcile/%d", run.ID)
+		for _, path := range []string{"/", "/reconcile", page, page + "?kind=never_synced"} {
+			r := v.get(path)
+			require.Equal(t, http.StatusOK, r.status, path)
+			require.Empty(t, codesOutsideFilter(r.body), "%s shows kind codes as text", path)
+			for _, label := range []string{"Missing at the provider", "Not linked here", "Duplicated at the provider",
+				"Fields differ", "Never sent", "Failed, but it arrived"} {
+				require.Contains(t, r.body, label, path)
+			}
+		}
+		r := v.get(page)
+		require.NotContains(t, between(t, r.body, `data-testid="run-kinds"`, "</table>"), "outbox")
+		require.Contains(t, r.body, `<option value="never_synced">Never sent (never_synced)</option>`, "the filter names the code of the CSV")
+		require.Contains(t, r.body, `href="/reconcile/`+fmt.Sprint(run.ID)+`?kind=missing_remote"`, "a kind's label filters by it")
+		never := between(t, r.body, `data-testid="kind-never_synced"`, "</tr>")
+		require.Contains(t, never, "queued for sending")
+		require.Contains(t, never, "retries it from the Failed page", "a never-sent record whose link failed waits for a person")
+		csv := v.get(page + "/discrepancies.csv").body
+		require.Contains(t, csv, ",never_synced,", "the export keeps the codes")
 	})
 }
