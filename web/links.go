@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -123,12 +124,7 @@ func (s *Server) showLink(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	for i := len(attempts) - 1; i >= 0; i-- { // newest first
-		a := attempts[i]
-		v.Attempts = append(v.Attempts, views.AttemptRow{Number: a.Number, Operation: a.Operation, Outcome: string(a.Outcome),
-			HTTPCode: a.HTTPCode, DurationMS: a.DurationMS, Error: a.Error, Request: a.RequestExcerpt, Response: a.ResponseExcerpt,
-			Worker: a.Worker, IdempotencyKey: a.IdempotencyKey, ExternalID: a.ExternalID, At: a.CreatedAt})
-	}
+	v.Attempts = attemptRows(attempts)
 	v.CanLookup = s.cfg.Services[l.ExternalService].Objects[l.LocalType].Lookup != ""
 	v.Unknown = l.ExternalID == "" && l.Status != models.StatusSuccess &&
 		len(v.Attempts) > 0 && v.Attempts[0].Outcome == string(models.OutcomeAmbiguous)
@@ -137,6 +133,32 @@ func (s *Server) showLink(c echo.Context) error {
 	}
 	title := l.LocalType + " " + l.LocalID + " in " + l.ExternalService
 	return s.render(c, views.LinkPage(s.page(c, title, "/links"), v))
+}
+
+// attemptRows numbers a link's attempts across the whole history shown
+// (oldest 1, newest highest) and groups them in rounds, newest first. The
+// log numbers attempts within a round (a success, a retry or a new payload
+// starts again at 1), so a round begins where a number is not one more than
+// the previous attempt's.
+func attemptRows(attempts []models.Attempt) []views.AttemptRow {
+	rows := make([]views.AttemptRow, len(attempts))
+	round, began, why := 0, time.Time{}, ""
+	for i, a := range attempts { // oldest first, as the log holds them
+		if i == 0 || a.Number != attempts[i-1].Number+1 {
+			round++
+			began, why = a.CreatedAt, ""
+			if i > 0 {
+				why = "retried"
+				if attempts[i-1].Outcome == models.OutcomeOK {
+					why = "sent again after a success"
+				}
+			}
+		}
+		rows[len(rows)-1-i] = views.AttemptRow{Number: i + 1, Round: round, RoundBegan: began, RoundWhy: why, Operation: a.Operation,
+			Outcome: string(a.Outcome), HTTPCode: a.HTTPCode, DurationMS: a.DurationMS, Error: a.Error, Request: a.RequestExcerpt,
+			Response: a.ResponseExcerpt, Worker: a.Worker, IdempotencyKey: a.IdempotencyKey, ExternalID: a.ExternalID, At: a.CreatedAt}
+	}
+	return rows
 }
 
 // prettyRedacted indents a JSON payload after masking what must not show.

@@ -469,3 +469,40 @@ func TestAttemptCountsSayWhatTheyCount(t *testing.T) {
 		require.Contains(t, detail, "0 this round (since the last success or retry) · 2 in all, listed below")
 	})
 }
+
+// Attempts are numbered across the whole history on a link's page, newest
+// highest, with a heading where each round begins: the log's own numbers
+// start again at 1 each round, which read as duplicates.
+func TestLinkPageNumbersAttemptsAcrossRounds(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.crm.SetOptions(sandbox.Options{RateValidation: 1})
+		_, err := b.eng.Upsert(context.Background(), "order", "1", []byte(`{"title":"Order 1"}`))
+		require.NoError(t, err)
+		require.NoError(t, b.eng.Drain(context.Background()))
+		links, _ := models.RecordLinks(db, "order", "1")
+		_, err = b.eng.SyncNow(context.Background(), links[0].ID, "ana@example.com")
+		require.NoError(t, err)
+		require.NoError(t, b.eng.Drain(context.Background()))
+		b.crm.SetOptions(sandbox.Options{})
+		_, err = b.eng.SyncNow(context.Background(), links[0].ID, "ana@example.com")
+		require.NoError(t, err)
+		require.NoError(t, b.eng.Drain(context.Background()))
+		c := b.signedIn("vic@example.com", models.RoleViewer)
+
+		body := c.get(fmt.Sprintf("/links/%d", links[0].ID)).body
+		attempts := regexp.MustCompile(`#(\d+) deal\.create`).FindAllStringSubmatch(body, -1)
+		var numbers []string
+		for _, m := range attempts {
+			numbers = append(numbers, m[1])
+		}
+		require.Equal(t, []string{"3", "2", "1"}, numbers, "numbered across rounds, newest first")
+		text := pageText(body)
+		require.Contains(t, text, "Round 3 — began")
+		require.Contains(t, text, "· retried")
+		require.Contains(t, text, "Round 1 — began")
+		require.Less(t, strings.Index(body, `data-testid="round-3"`), strings.Index(body, "#3 deal.create"))
+		require.Less(t, strings.Index(body, "#2 deal.create"), strings.Index(body, `data-testid="round-1"`))
+	})
+}
