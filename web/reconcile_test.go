@@ -195,8 +195,7 @@ func TestOverviewSummarisesTheNewestRun(t *testing.T) {
 		require.Contains(t, row, "Completed")
 		require.Regexp(t, `Missing at the provider <strong>3</strong>`, row)
 		require.Regexp(t, `Duplicated at the provider <strong>2</strong>`, row)
-		require.Regexp(t, `<td class="num">3</td>`, row, "fixed")
-		require.Regexp(t, `<strong>2</strong>`, row, "not fixed")
+		require.Equal(t, map[string]string{"fixed": "3", "reported": "2", "open": "0"}, statusCounts(row))
 	})
 }
 
@@ -481,5 +480,64 @@ func TestReconcilePagesSayKindsInWords(t *testing.T) {
 		require.Contains(t, never, "retries it from the Failed page", "a never-sent record whose link failed waits for a person")
 		csv := v.get(page + "/discrepancies.csv").body
 		require.Contains(t, csv, ",never_synced,", "the export keeps the codes")
+	})
+}
+
+var countCell = regexp.MustCompile(`(?s)data-testid="count-(\w+)">(.*?)</td>`)
+var tag = regexp.MustCompile(`<[^>]*>`)
+
+// statusCounts reads the count-* cells of a table row: status → number shown.
+func statusCounts(row string) map[string]string {
+	out := map[string]string{}
+	for _, m := range countCell.FindAllStringSubmatch(row, -1) {
+		out[m[1]] = strings.TrimSpace(tag.ReplaceAllString(m[2], ""))
+	}
+	return out
+}
+
+// The overview, the runs list and a run's page count a run's discrepancies
+// with the same three words, in the same order, with the same numbers;
+// each number leads to the discrepancies it counts.
+func TestReconcileCountsAgreeAcrossPages(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := reconcileServer(t, db, 0)
+		now := b.clock.Now()
+		run := models.ReconciliationRun{Service: "crm", TriggeredBy: "test", StartedAt: now, HeartbeatAt: &now}
+		require.NoError(t, models.StartRun(db, &run))
+		require.NoError(t, models.FinishRun(db, run.ID, models.RunAwaiting, "", now))
+		statuses := map[string]int{models.DiscrepancyFixed: 3, models.DiscrepancyReported: 2, models.DiscrepancyOpen: 1}
+		i := 0
+		for st, n := range statuses {
+			for range n {
+				i++
+				require.NoError(t, db.Create(&models.Discrepancy{RunID: run.ID, Kind: models.KindNeverSynced, Status: st,
+					LocalType: "order", LocalID: fmt.Sprint(i), ExternalKey: fmt.Sprintf("site_order_%d", i), Detail: "found", CreatedAt: now}).Error)
+			}
+		}
+		want := map[string]string{"fixed": "3", "reported": "2", "open": "1"}
+		heads := regexp.MustCompile(`>Fixed</th>\s*<th[^>]*>Waiting for a person</th>\s*<th[^>]*>Open</th>`)
+		v := b.signedIn("vic@example.com", models.RoleViewer)
+		page := fmt.Sprintf("/reconcile/%d", run.ID)
+
+		overview := v.get("/").body
+		require.Equal(t, want, statusCounts(between(t, overview, `data-testid="reconcile-crm"`, "</tr>")), "the overview")
+		list := v.get("/reconcile").body
+		require.Equal(t, want, statusCounts(between(t, list, fmt.Sprintf(`data-testid="run-row-%d"`, run.ID), "</tr>")), "the runs list")
+		r := v.get(page).body
+		require.Contains(t, between(t, r, `data-testid="run-counts"`, "</dd>"), "6 discrepancies: 3 fixed, 2 waiting for a person, 1 open")
+		kind := between(t, r, `data-testid="kind-never_synced"`, "</tr>")
+		require.Regexp(t, `<td class="num">3</td>\s*<td class="num">2</td>\s*<td class="num">1</td>`, kind, "the kinds table: fixed, waiting, open")
+		for name, body := range map[string]string{"overview": overview, "runs list": list, "run page": r} {
+			require.Regexp(t, heads, body, "%s: the same headings, in the same order", name)
+			require.NotContains(t, body, "Not fixed", name)
+			lower := strings.ToLower(body)
+			require.Equal(t, strings.Count(lower, "waiting for a person"), strings.Count(lower, "for a person"), "%s: no other words for it", name)
+			require.Contains(t, body, "Waiting for a person:</strong>", "%s: the legend says what each count means", name)
+		}
+		require.Contains(t, between(t, list, fmt.Sprintf(`data-testid="run-row-%d"`, run.ID), "</tr>"),
+			fmt.Sprintf(`href="%s?status=reported"`, page), "a count leads to what it counts")
+		require.Equal(t, 2, strings.Count(v.get(page+"?status=reported").body, `data-testid="disc-row-`))
+		require.Equal(t, 1, strings.Count(v.get(page+"?status=open").body, `data-testid="disc-row-`))
 	})
 }
