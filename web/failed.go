@@ -44,8 +44,9 @@ func (s *Server) listFailed(c echo.Context) error {
 		byID[l.ID] = l
 	}
 	for _, g := range groups {
+		ex := byID[g.ExampleID]
 		v.Groups = append(v.Groups, views.FailedGroupRow{Group: g.ErrorGroup, N: g.N, ExampleID: g.ExampleID,
-			ExampleError: byID[g.ExampleID].LastError})
+			ExampleType: ex.LocalType, ExampleLocalID: ex.LocalID, ExampleError: ex.LastError})
 	}
 	return s.render(c, views.FailedPage(s.page(c, "Failed", "/failed"), v))
 }

@@ -506,3 +506,33 @@ func TestLinkPageNumbersAttemptsAcrossRounds(t *testing.T) {
 		require.Less(t, strings.Index(body, "#2 deal.create"), strings.Index(body, `data-testid="round-1"`))
 	})
 }
+
+// The failed page's example names a record and leads to its link, instead
+// of repeating the error beside the group; a viewer is told who can retry.
+func TestFailedPageNamesAnExampleRecord(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.seedLinks(60)
+		var example models.Link
+		require.NoError(t, db.Where("local_id = ?", "60").Take(&example).Error)
+		viewer := b.signedIn("vic@example.com", models.RoleViewer)
+		body := viewer.get("/failed").body
+		cells := regexp.MustCompile(`(?s)data-testid="failed-example-\d+">(.*?)</td>`).FindAllStringSubmatch(body, -1)
+		require.Len(t, cells, 2, "one example per group")
+		var named bool
+		for _, cell := range cells {
+			require.NotContains(t, pageText(cell[1]), "HTTP", "the error is already in the group's column")
+			if strings.Contains(cell[1], fmt.Sprintf(`href="/links/%d"`, example.ID)) {
+				named = true
+				require.Equal(t, "order 60", strings.TrimSpace(pageText(cell[1])), "the example names the record")
+			}
+		}
+		require.True(t, named, "the 404 group's example is order 60, its newest link")
+		require.Contains(t, body, `data-testid="retry-needs-role"`)
+		require.Contains(t, body, "Retrying needs the operator role")
+
+		op := b.signedIn("olga@example.com", models.RoleOperator)
+		require.NotContains(t, op.get("/failed").body, "retry-needs-role")
+	})
+}
