@@ -60,6 +60,9 @@ func StartDemo() (*Demo, map[string]config.Service, error) {
 			}},
 		"payments": {Kind: "http", BaseURL: payURL, Timeout: 5 * time.Second, Retry: retry, IdempotencyHeader: "Idempotency-Key",
 			Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{d.paymentsSecret}, Effects: "payments"},
+			// The payment's status is the provider's to say (its webhooks set
+			// ours); reconciliation compares only what we ask it to charge.
+			Reconcile: config.Reconcile{Compare: map[string][]string{"order": {"amount", "currency"}}},
 			Objects: map[string]config.Object{
 				"order": {Remote: "payment", ExternalKey: "site_order_{local_id}", KeyField: "external_key", IDField: "id",
 					Create: "POST /payments", Update: "PUT /payments/{external_id}", List: "GET /payments?cursor={cursor}"},
