@@ -155,7 +155,7 @@ func AuditPage(p Page, v AuditLog) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = When(e.At, p.Now).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = Stamp(e.At, p.Now).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

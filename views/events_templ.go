@@ -207,7 +207,7 @@ func EventsPage(p Page, v Events) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = When(e.ReceivedAt, p.Now).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = Stamp(e.ReceivedAt, p.Now).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -536,7 +536,7 @@ func EventPage(p Page, v EventDetail) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = When(v.ReceivedAt, p.Now).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Stamp(v.ReceivedAt, p.Now).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -604,7 +604,7 @@ func EventPage(p Page, v EventDetail) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = When(v.LastDuplicateAt, p.Now).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = Stamp(v.LastDuplicateAt, p.Now).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

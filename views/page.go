@@ -80,6 +80,8 @@ func Ago(t, now time.Time) string {
 	}
 	var s string
 	switch {
+	case d < 10*time.Second && future:
+		return "in a few seconds"
 	case d < 10*time.Second:
 		return "just now"
 	case d < time.Minute:
@@ -96,6 +98,27 @@ func Ago(t, now time.Time) string {
 	}
 	return s + " ago"
 }
+
+// Clock is the absolute UTC time people match against a customer's report:
+// "03:51:17" on now's day, "29 Nov 03:51" earlier in the year, "29 Nov 2025
+// 03:51" before that.
+func Clock(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	switch {
+	case t.IsZero():
+		return "never"
+	case t.YearDay() == now.YearDay() && t.Year() == now.Year():
+		return t.Format("15:04:05")
+	case t.Year() == now.Year():
+		return t.Format("2 Jan 15:04")
+	default:
+		return t.Format("2 Jan 2006 15:04")
+	}
+}
+
+// Recent reports whether t lies less than an hour before now (or in the
+// future): such times read best as "14 min ago"; older ones as a clock time.
+func Recent(t, now time.Time) bool { return now.Sub(t) < time.Hour }
 
 // UTC formats t as an absolute UTC time for tooltips and exports.
 func UTC(t time.Time) string {

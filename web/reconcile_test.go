@@ -247,8 +247,8 @@ var discNext = regexp.MustCompile(`href="([^"]+)" class="btn" data-testid="disc-
 // and fixed, odd ones duplicate_remote and reported.
 func seedRun(t *testing.T, db *gorm.DB, now time.Time, n int) int64 {
 	t.Helper()
-	fin := now.Add(3 * time.Second)
-	run := models.ReconciliationRun{Service: "crm", TriggeredBy: "test", StartedAt: now, HeartbeatAt: &now}
+	fin, began := now, now.Add(-3*time.Second) // ended now: a run does not end in the future
+	run := models.ReconciliationRun{Service: "crm", TriggeredBy: "test", StartedAt: began, HeartbeatAt: &began}
 	require.NoError(t, models.StartRun(db, &run))
 	require.NoError(t, db.Model(&run).Updates(map[string]any{"status": models.RunCompleted, "finished_at": fin,
 		"scanned": n, "expected": n}).Error)
