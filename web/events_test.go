@@ -296,3 +296,35 @@ func TestAPIReplayOfAnUnreadableEventIs422(t *testing.T) {
 		require.Equal(t, http.StatusUnprocessableEntity, r.status, "the page answers the same")
 	})
 }
+
+// "Hide ignored" leaves out the events we had nothing to do for, and stays
+// in the URL and the "Older" link; the type filter offers the types seen.
+func TestEventsHideIgnoredAndTypeChoices(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b, _ := pagesServer(t, db, nil)
+		now := b.clock.Now()
+		for i := range 60 {
+			seedEvent(t, db, "stripe", fmt.Sprintf("evt_i%02d", i), "payment.updated", models.EventIgnored, now.Add(-time.Duration(i)*time.Minute))
+		}
+		for i := range 55 {
+			seedEvent(t, db, "stripe", fmt.Sprintf("evt_a%02d", i), "payment.succeeded", models.EventApplied, now.Add(-time.Duration(i)*time.Second))
+		}
+		seedEvent(t, db, "crm", "evt_f", "deal.deleted", models.EventFailed, now.Add(-2*time.Hour))
+		c := b.signedIn("vic@example.com", models.RoleViewer)
+
+		page, next := listed(t, c, "/events?hide_ignored=1")
+		require.Len(t, page, 50)
+		require.Contains(t, next, "hide_ignored=1", "the next page keeps hiding them")
+		older, _ := listed(t, c, next)
+		require.Len(t, older, 6)
+		for _, k := range append(page, older...) {
+			require.NotContains(t, k, "evt_i", "an ignored event listed")
+		}
+
+		r := c.get("/events?type=payment.updated")
+		require.Regexp(t, `<option value="">All types</option>\s*<option value="deal.deleted">deal.deleted</option>`+
+			`<option value="payment.succeeded">payment.succeeded</option><option value="payment.updated" selected>`, r.body)
+		require.Contains(t, c.get("/events?hide_ignored=1").body, `value="1" checked`)
+	})
+}
