@@ -386,21 +386,35 @@ func taskOutcome(t TaskRow) templ.Component {
 
 // taskLabel says what a task does, in words; an unknown task shows its name.
 func taskLabel(name string) string {
-	switch name {
-	case "send":
-		return "Sends links that are due"
-	case "rescue-expired-leases":
-		return "Returns links whose worker stopped answering"
-	case "prune-attempts":
-		return "Deletes old entries from the attempt log"
-	case "prune-events":
-		return "Deletes old webhook events"
-	case "prune-sessions":
-		return "Signs out sessions that were idle too long"
-	case "reconcile":
-		return "Compares each service with our links"
+	for _, t := range taskOrder {
+		if t.name == name {
+			return t.label
+		}
 	}
 	return name
+}
+
+// taskOrder lists the known tasks by importance, the main one first, each
+// with what it does in words.
+var taskOrder = []struct{ name, label string }{
+	{"send", "Sends links that are due"},
+	{"rescue-expired-leases", "Returns links whose worker stopped answering"},
+	{"reconcile", "Compares each service with our links"},
+	{"refresh-stats", "Recounts the numbers on the overview and the Failed page"},
+	{"prune-attempts", "Deletes old entries from the attempt log"},
+	{"prune-events", "Deletes old webhook events"},
+	{"prune-sessions", "Signs out sessions that were idle too long"},
+}
+
+// TaskRank places a task in the page's order: sending first, pruning last,
+// unknown tasks after the known ones.
+func TaskRank(name string) int {
+	for i, t := range taskOrder {
+		if t.name == name {
+			return i
+		}
+	}
+	return len(taskOrder)
 }
 
 // everyLabel says a task's period the way a person would.

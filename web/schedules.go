@@ -1,10 +1,12 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -31,6 +33,9 @@ func (s *Server) listSchedules(c echo.Context) error {
 			v.Tasks = append(v.Tasks, row)
 		}
 	}
+	slices.SortStableFunc(v.Tasks, func(a, b views.TaskRow) int {
+		return cmp.Or(cmp.Compare(views.TaskRank(a.Name), views.TaskRank(b.Name)), strings.Compare(a.Name, b.Name))
+	})
 	return s.render(c, views.SchedulesPage(s.page(c, "Schedules", "/schedules"), v))
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,5 +166,28 @@ func TestRunNowOnReconcileStartsARunOfEveryService(t *testing.T) {
 		r = admin.post("/schedules", "/schedules/reconcile/run", nil)
 		require.Equal(t, "/reconcile?done=runs-all-busy", r.header.Get("Location"))
 		require.Contains(t, admin.get("/reconcile?done=runs-all-busy").body, "no new run was started")
+	})
+}
+
+// Every task is described in words, and the main one, sending, comes first:
+// by importance, not by name.
+func TestSchedulesInOrderOfImportanceAndInWords(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		var tasks []schedule.Task
+		for _, name := range []string{"prune-attempts", "prune-events", "reconcile", "refresh-stats", "send", "rescue-expired-leases"} {
+			tasks = append(tasks, schedule.Task{Name: name, Every: time.Hour, Run: func(context.Context) error { return nil }})
+		}
+		sched, err := schedule.New(tasks, nil, slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+		b, _ := pagesServer(t, db, sched)
+		body := b.signedIn("root@example.com", models.RoleAdmin).get("/schedules").body
+
+		var order []string
+		for _, m := range regexp.MustCompile(`data-testid="task-([a-z-]+)"`).FindAllStringSubmatch(body, -1) {
+			order = append(order, m[1])
+		}
+		require.Equal(t, []string{"send", "rescue-expired-leases", "reconcile", "refresh-stats", "prune-attempts", "prune-events"}, order)
+		require.Contains(t, body, "Recounts the numbers on the overview")
 	})
 }
