@@ -101,7 +101,7 @@ func TestDisablingAUserEndsTheirSessions(t *testing.T) {
 		ana := b.signedIn("ana@example.com", models.RoleOperator)
 		require.Equal(t, http.StatusOK, ana.get("/").status)
 
-		r := admin.post("/users", "/users/disable", url.Values{"email": {"ana@example.com"}})
+		r := admin.post("/users", "/users/disable", url.Values{"email": {"ana@example.com"}, "confirm": {"1"}})
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		require.Equal(t, http.StatusSeeOther, ana.get("/").status, "a disabled user's session must end")
 		require.EqualValues(t, 1, b.auditCount("user.disable", models.OutcomeSuccess))

@@ -119,3 +119,32 @@ func TestBrowserAdminAddsUserAndToken(t *testing.T) {
 	}
 	browsertest.Screenshot(ctx, t, "audit")
 }
+
+// The page that shows a new token's secret does not keep the form's address:
+// a reload shows /users without the secret and makes no second token.
+func TestBrowserReloadAfterCreatingATokenPostsNothing(t *testing.T) {
+	b := setupSQLite(t)
+	b.user("root@example.com", models.RoleAdmin)
+	ctx := browsertest.New(t)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(b.srv.URL+"/users"),
+		chromedp.WaitVisible(testid("sign-in")),
+		chromedp.SendKeys(testid("email"), "root@example.com"),
+		chromedp.SendKeys(testid("password"), testPassword),
+		chromedp.Click(testid("sign-in")),
+		chromedp.WaitVisible(testid("users-table")),
+		chromedp.SendKeys("#token-name", "shop-backend"),
+		chromedp.Click(testid("create-token")),
+		chromedp.WaitVisible(testid("secret")),
+	))
+	browsertest.Screenshot(ctx, t, "token-secret")
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.Equal(t, b.srv.URL+"/users", loc, "the address is the page's, not the form's")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(testid("tokens-table"))))
+	body, err := chromedp.Run(ctx, chromedp.OuterHTML("body"))
+	require.NoError(t, err)
+	require.NotContains(t, body, `data-testid="secret"`, "the secret is shown once")
+	require.EqualValues(t, 1, b.auditCount("token.create", models.OutcomeSuccess), "the reload made no second token")
+}

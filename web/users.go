@@ -69,6 +69,12 @@ func (s *Server) disableUser(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !confirmed(c) {
+		return s.render(c, views.ConfirmPage(s.page(c, "Disable a user", "/users"), views.Confirm{
+			Question: "Disable " + u.Email + "?",
+			Explain:  u.Email + " is signed out everywhere and can no longer sign in. Their entries in the audit log stay.",
+			Action:   "/users/disable", Field: "email", Value: u.Email, Button: "Disable " + u.Email}))
+	}
 	if _, err := models.DisableUser(s.db, u.Email, s.clock.Now()); err != nil {
 		return s.lastAdmin(c, err, u, "user.disable", "disable them")
 	}
@@ -93,6 +99,12 @@ func (s *Server) createToken(c echo.Context) error {
 
 func (s *Server) revokeToken(c echo.Context) error {
 	name := c.FormValue("name")
+	if !confirmed(c) {
+		return s.render(c, views.ConfirmPage(s.page(c, "Revoke an API token", "/users"), views.Confirm{
+			Question: "Revoke the API token " + name + "?",
+			Explain:  "Every call with this token is refused from now on: the application that uses it stops feeding records until it is given a new token.",
+			Action:   "/tokens/revoke", Field: "name", Value: name, Button: "Revoke " + name}))
+	}
 	if err := models.RevokeAPIToken(s.db, name, s.clock.Now()); err != nil {
 		return err
 	}
@@ -117,6 +129,16 @@ func (s *Server) changeRole(c echo.Context) error {
 }
 
 func (s *Server) resetPassword(c echo.Context) error {
+	if !confirmed(c) {
+		u, err := models.UserByEmail(s.db, c.FormValue("email"))
+		if err != nil {
+			return err
+		}
+		return s.render(c, views.ConfirmPage(s.page(c, "Reset a password", "/users"), views.Confirm{
+			Question: "Reset the password of " + u.Email + "?",
+			Explain:  "Their password stops working and they are signed out everywhere. The new password is shown once, here: pass it on to them.",
+			Action:   "/users/reset", Field: "email", Value: u.Email, Button: "Reset the password"}))
+	}
 	password := models.NewSecret(15)
 	u, err := models.ResetPassword(s.db, c.FormValue("email"), password, s.clock.Now())
 	if err != nil {
@@ -126,6 +148,10 @@ func (s *Server) resetPassword(c echo.Context) error {
 	return s.renderUsers(c, http.StatusOK, views.Users{Secret: password,
 		SecretLabel: "New password for " + u.Email + " (their sessions are ended):"})
 }
+
+// confirmed reports whether the form is the answer to a confirm page's
+// question; without it, an action that cannot be undone asks first.
+func confirmed(c echo.Context) bool { return c.FormValue("confirm") == "1" }
 
 // otherUser reads the user a form on the users page names. It refuses the
 // admin's own account, compared by id: the same address typed with other

@@ -33,7 +33,7 @@ func TestAdminChangesRoleAndResetsPassword(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, admin.post("/users", "/users/role",
 			url.Values{"email": {"root@example.com"}, "role": {"viewer"}}).status, "not one's own role")
 
-		r = admin.post("/users", "/users/reset", url.Values{"email": {"ana@example.com"}})
+		r = admin.post("/users", "/users/reset", url.Values{"email": {"ana@example.com"}, "confirm": {"1"}})
 		require.Equal(t, http.StatusOK, r.status, r.body)
 		m := regexp.MustCompile(`<code class="secret">([^<]+)</code>`).FindStringSubmatch(r.body)
 		require.NotNil(t, m, "the new password is shown once")
@@ -84,7 +84,7 @@ func TestAdminCannotChangeTheirOwnAccountUnderAnotherSpelling(t *testing.T) {
 			r := admin.post("/users", "/users/role", url.Values{"email": {spelling}, "role": {"viewer"}})
 			require.Equal(t, http.StatusBadRequest, r.status, "role change of %q", spelling)
 			require.Contains(t, r.body, "You cannot change your own role")
-			r = admin.post("/users", "/users/disable", url.Values{"email": {spelling}})
+			r = admin.post("/users", "/users/disable", url.Values{"email": {spelling}, "confirm": {"1"}})
 			require.Equal(t, http.StatusBadRequest, r.status, "disabling %q", spelling)
 			require.Contains(t, r.body, "You cannot disable your own account")
 		}
@@ -115,7 +115,7 @@ func TestTheLastActiveAdminStays(t *testing.T) {
 		gone := &models.User{ID: 1 << 40, Email: "gone@example.com", Role: models.RoleOperator}
 		for path, form := range map[string]url.Values{
 			"/users/role":    {"email": {"ada@example.com"}, "role": {"operator"}},
-			"/users/disable": {"email": {"ada@example.com"}},
+			"/users/disable": {"email": {"ada@example.com"}, "confirm": {"1"}},
 		} {
 			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -134,5 +134,40 @@ func TestTheLastActiveAdminStays(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, models.RoleAdmin, ada.Role)
 		require.False(t, ada.Disabled())
+	})
+}
+
+// Disable, Revoke and Reset password ask first: the first click only asks,
+// and changes nothing; the answer's button does it.
+func TestUsersPageAsksBeforeActionsThatCannotBeUndone(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+		ana := b.signedIn("ana@example.com", models.RoleOperator)
+		require.Equal(t, http.StatusOK, admin.post("/users", "/tokens", url.Values{"name": {"shop"}}).status)
+
+		for path, form := range map[string]url.Values{
+			"/users/disable": {"email": {"ana@example.com"}},
+			"/users/reset":   {"email": {"ana@example.com"}},
+			"/tokens/revoke": {"name": {"shop"}},
+		} {
+			r := admin.post("/users", path, form)
+			require.Equal(t, http.StatusOK, r.status, "%s: %s", path, r.body)
+			require.Contains(t, r.body, `data-testid="confirm"`, path)
+			require.Contains(t, r.body, `<input type="hidden" name="confirm" value="1">`, path)
+			require.NotContains(t, r.body, `class="secret"`, "%s: no password before the answer", path)
+		}
+		require.Equal(t, http.StatusOK, ana.get("/").status, "ana is neither disabled nor reset")
+		require.Zero(t, b.auditCount("user.disable", models.OutcomeSuccess)+b.auditCount("user.reset_password", models.OutcomeSuccess)+
+			b.auditCount("token.revoke", models.OutcomeSuccess))
+
+		r := admin.post("/users", "/tokens/revoke", url.Values{"name": {"shop"}, "confirm": {"1"}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.EqualValues(t, 1, b.auditCount("token.revoke", models.OutcomeSuccess))
+
+		page := admin.get("/users").body
+		require.Contains(t, page, `<td class="nowrap"><time`, "Since does not wrap")
+		require.NotRegexp(t, `class="btn btn-danger"`, page, "every button in the tables is the small size")
 	})
 }
