@@ -120,6 +120,16 @@ func Clock(t, now time.Time) string {
 // future): such times read best as "14 min ago"; older ones as a clock time.
 func Recent(t, now time.Time) bool { return now.Sub(t) < time.Hour }
 
+// Past is t, or now if t is later: a time that has happened, stamped by
+// another clock a moment after the page took now (a task that started while
+// the page rendered), reads "just now", not "in a few seconds".
+func Past(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now
+	}
+	return t
+}
+
 // UTC formats t as an absolute UTC time for tooltips and exports.
 func UTC(t time.Time) string {
 	if t.IsZero() {

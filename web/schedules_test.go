@@ -180,6 +180,8 @@ func TestSchedulesInOrderOfImportanceAndInWords(t *testing.T) {
 		}
 		sched, err := schedule.New(tasks, nil, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
+		sched.Start()
+		t.Cleanup(func() { _ = sched.Stop() })
 		b, _ := pagesServer(t, db, sched)
 		body := b.signedIn("root@example.com", models.RoleAdmin).get("/schedules").body
 
@@ -189,5 +191,20 @@ func TestSchedulesInOrderOfImportanceAndInWords(t *testing.T) {
 		}
 		require.Equal(t, []string{"send", "rescue-expired-leases", "reconcile", "refresh-stats", "prune-attempts", "prune-events"}, order)
 		require.Contains(t, body, "Recounts the numbers on the overview")
+
+		// The scheduler's clock is not the page's: a run it stamped a moment
+		// after the page's now still happened, so it never reads "in …".
+		require.NoError(t, sched.RunNow("send"))
+		require.Eventually(t, func() bool {
+			for _, st := range sched.States() {
+				if st.Name == "send" && st.Runs == 1 {
+					return true
+				}
+			}
+			return false
+		}, 5*time.Second, 10*time.Millisecond)
+		b.clock.Advance(time.Now().Add(-5 * time.Second).Sub(b.clock.Now()))
+		body = b.signedIn("rita@example.com", models.RoleAdmin).get("/schedules").body
+		require.Regexp(t, `data-testid="last-run"><time[^>]*>just now<`, body)
 	})
 }
