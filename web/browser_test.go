@@ -147,4 +147,13 @@ func TestBrowserReloadAfterCreatingATokenPostsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, body, `data-testid="secret"`, "the secret is shown once")
 	require.EqualValues(t, 1, b.auditCount("token.create", models.OutcomeSuccess), "the reload made no second token")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(`[data-testid="tokens-table"] button.btn-danger`),
+		chromedp.WaitVisible(testid("confirm")),
+	))
+	browsertest.Screenshot(ctx, t, "token-revoke-confirm")
+	require.Zero(t, b.auditCount("token.revoke", models.OutcomeSuccess), "the first click only asks")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(testid("confirm-yes")), chromedp.WaitVisible(testid("tokens-table"))))
+	require.EqualValues(t, 1, b.auditCount("token.revoke", models.OutcomeSuccess))
 }
