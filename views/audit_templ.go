@@ -85,7 +85,7 @@ func AuditPage(p Page, v AuditLog) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" placeholder=\"ana or ana@example.com\" title=\"Matches everyone whose address or token name begins with this\"></div><div class=\"field\"><label for=\"f-action\">Action</label> <select id=\"f-action\" name=\"action\" data-testid=\"audit-action\"><option value=\"\">Any action</option> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" placeholder=\"ana\" title=\"Matches everyone whose address or token name begins with this\"></div><div class=\"field\"><label for=\"f-action\">Action</label> <select id=\"f-action\" name=\"action\" data-testid=\"audit-action\"><option value=\"\">Any action</option> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
