@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -40,17 +41,30 @@ func Audit(db *gorm.DB, e AuditEntry) error {
 
 // AuditFilter narrows the audit log; empty fields match everything.
 type AuditFilter struct {
-	Actor, Action, Target string
-	Since, Until          time.Time
-	BeforeID              int64 // keyset cursor: entries older than this id
-	Limit                 int
+	// ActorPrefix matches the start of the actor: "admin" finds
+	// admin@example.com. Emails are stored lowercased, so the lowercased
+	// prefix finds them whatever the case typed; a token's "api:Name" also
+	// matches as typed.
+	ActorPrefix    string
+	Action, Target string
+	Since, Until   time.Time
+	BeforeID       int64 // keyset cursor: entries older than this id
+	Limit          int
 }
 
 // ListAudit returns entries newest first.
 func ListAudit(db *gorm.DB, f AuditFilter) ([]AuditEntry, error) {
 	q := db.Model(&AuditEntry{})
-	if f.Actor != "" {
-		q = q.Where("actor = ?", f.Actor)
+	if who := strings.TrimSpace(f.ActorPrefix); who != "" {
+		// A LIKE on the raw column: the list walks the id index newest first
+		// and stops at a page; the (actor, at) index would serve a prefix
+		// only under a C collation.
+		like := func(p string) string { return likeEscaper.Replace(p) + "%" }
+		cond, args := `actor LIKE ? ESCAPE '\'`, []any{like(strings.ToLower(who))}
+		if lw := strings.ToLower(who); lw != who {
+			cond, args = cond+` OR actor LIKE ? ESCAPE '\'`, append(args, like(who))
+		}
+		q = q.Where("("+cond+")", args...)
 	}
 	if f.Action != "" {
 		q = q.Where("action = ?", f.Action)
@@ -73,6 +87,8 @@ func ListAudit(db *gorm.DB, f AuditFilter) ([]AuditEntry, error) {
 	var out []AuditEntry
 	return out, q.Order("id DESC").Limit(f.Limit).Find(&out).Error
 }
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
 
 // CountFailures counts failed attempts at action since a time, for one target
 // (an account) or one client IP; login throttling reads it.

@@ -62,3 +62,20 @@ func ListEvents(db *gorm.DB, f EventFilter) ([]ProcessedEvent, error) {
 	}
 	return out, nil
 }
+
+// EventTypes lists the event types the inbox has stored, up to limit, in
+// order. A DISTINCT would read the whole index; this walks the event_type
+// index one seek per type (a "loose index scan"), so a million events of a
+// dozen types cost a dozen seeks, on SQLite and Postgres alike.
+func EventTypes(db *gorm.DB, limit int) ([]string, error) {
+	var out []string
+	err := db.Raw(`WITH RECURSIVE t(x) AS (
+		SELECT MIN(event_type) FROM processed_events
+		UNION ALL
+		SELECT (SELECT MIN(event_type) FROM processed_events WHERE event_type > t.x) FROM t WHERE t.x IS NOT NULL
+	) SELECT x FROM t WHERE x IS NOT NULL LIMIT ?`, limit).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list event types: %w", err)
+	}
+	return out, nil
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -84,20 +83,12 @@ func (s *Server) eventServices(current string) []string {
 	return out
 }
 
-// eventTypes are the type filter's choices: every type the inbox has stored,
-// and the current choice. A DISTINCT would read the whole index; this walks
-// the event_type index one seek per type (a "loose index scan"), so a million
-// events of a dozen types cost a dozen seeks, on SQLite and Postgres alike.
-// (A models query by rights; web may not change models in this round.)
+// eventTypes are the type filter's choices: every type the inbox has
+// stored, and the current choice.
 func (s *Server) eventTypes(current string) ([]string, error) {
-	var out []string
-	err := s.db.Raw(`WITH RECURSIVE t(x) AS (
-		SELECT MIN(event_type) FROM processed_events
-		UNION ALL
-		SELECT (SELECT MIN(event_type) FROM processed_events WHERE event_type > t.x) FROM t WHERE t.x IS NOT NULL
-	) SELECT x FROM t WHERE x IS NOT NULL LIMIT ?`, maxEventTypes).Scan(&out).Error
+	out, err := models.EventTypes(s.db, maxEventTypes)
 	if err != nil {
-		return nil, fmt.Errorf("list event types: %w", err)
+		return nil, err
 	}
 	if current != "" && !slices.Contains(out, current) {
 		out = append(out, current)
