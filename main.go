@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -411,11 +410,7 @@ func (c *cli) seed(links, attempts int) error {
 		return err
 	}
 	defer models.Close(db)
-	var names []string
-	for name := range cfg.Services {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := cfg.ServiceNames()
 	if len(names) == 0 {
 		names = seed.DefaultServices
 	}

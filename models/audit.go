@@ -60,8 +60,9 @@ func ListAudit(db *gorm.DB, f AuditFilter) ([]AuditEntry, error) {
 		// and stops at a page; the (actor, at) index would serve a prefix
 		// only under a C collation.
 		like := func(p string) string { return likeEscaper.Replace(p) + "%" }
-		cond, args := `actor LIKE ? ESCAPE '\'`, []any{like(strings.ToLower(who))}
-		if lw := strings.ToLower(who); lw != who {
+		lw := strings.ToLower(who)
+		cond, args := `actor LIKE ? ESCAPE '\'`, []any{like(lw)}
+		if lw != who {
 			cond, args = cond+` OR actor LIKE ? ESCAPE '\'`, append(args, like(who))
 		}
 		q = q.Where("("+cond+")", args...)

@@ -199,16 +199,16 @@ func adminGuarded(tx *gorm.DB, email string) (*User, error) {
 			return nil, fmt.Errorf("wait for other changes of admins: %w", err)
 		}
 	}
-	var others int64
 	u, err := UserByEmail(tx, email)
-	if err != nil {
-		return nil, err
+	if err != nil || u.Role != RoleAdmin || u.Disabled() {
+		return u, err
 	}
+	var others int64
 	err = tx.Model(&User{}).Where("role = ? AND disabled_at IS NULL AND id <> ?", RoleAdmin, u.ID).Count(&others).Error
 	if err != nil {
 		return nil, fmt.Errorf("count the other active admins: %w", err)
 	}
-	if u.Role == RoleAdmin && !u.Disabled() && others == 0 {
+	if others == 0 {
 		return nil, fmt.Errorf("%s is %w", u.Email, ErrLastAdmin)
 	}
 	return u, nil

@@ -3,9 +3,7 @@ package inbox
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -71,8 +69,6 @@ func differences(fields []string, want, got map[string]any) (differ, absent []st
 			differ = append(differ, f)
 		}
 	}
-	sort.Strings(differ)
-	sort.Strings(absent)
 	return differ, absent
 }
 
@@ -132,13 +128,12 @@ func adoptUnknown(kind string) Effect {
 		if id == "" {
 			return "", unprocessable("the %s has no id", kind)
 		}
-		raw, _ := json.Marshal(obj)
-		canonical, hash, err := models.CanonicalPayload(raw)
+		body, hash, err := canonical(obj)
 		if err != nil {
 			return "", unprocessable("the %s is not a JSON object", kind)
 		}
 		typ := ev.Service + "_" + kind
-		rec := models.Record{LocalType: typ, LocalID: id, Payload: canonical, ContentHash: hash, CreatedAt: now, UpdatedAt: now}
+		rec := models.Record{LocalType: typ, LocalID: id, Payload: body, ContentHash: hash, CreatedAt: now, UpdatedAt: now}
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rec)
 		if res.Error != nil {
 			return "", res.Error

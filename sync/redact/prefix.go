@@ -13,19 +13,16 @@ import (
 // that names a value as sensitive. So what the cut falls in is dropped, not
 // redacted, and what may be named past the cut is masked.
 
-// TextPrefix redacts s as Text does when it is at most max bytes long.
-// Otherwise it redacts only the first max bytes, less the word the cut
+// TextPrefix redacts s as Text does when it is at most limit bytes long.
+// Otherwise it redacts only the first limit bytes, less the word the cut
 // falls in (see dropUnfinished), and ends the result with "…".
-func (r *Redactor) TextPrefix(s string, max int) string {
-	max = clampLimit(max)
-	if len(s) <= max {
+func (r *Redactor) TextPrefix(s string, limit int) string {
+	limit = max(0, limit)
+	if len(s) <= limit {
 		return r.Text(s)
 	}
-	return r.Text(dropUnfinished(s[:max])) + ellipsis
+	return r.Text(dropUnfinished(s[:limit])) + ellipsis
 }
-
-// clampLimit makes a negative limit zero.
-func clampLimit(n int) int { return max(0, n) }
 
 // dropUnfinished drops the end of a cut text back to whitespace: a secret
 // (a token, an address, a password in a URL) holds none, so none is left
@@ -43,22 +40,22 @@ func dropUnfinished(s string) string {
 	}
 }
 
-// JSONPrefix redacts a JSON body as JSON does when it is at most max bytes
-// long. Otherwise it redacts only the first max bytes: the scalar the cut
+// JSONPrefix redacts a JSON body as JSON does when it is at most limit
+// bytes long. Otherwise it redacts only the first limit bytes: the scalar the cut
 // falls in becomes "…" (a string keeps its words before the cut, as
 // TextPrefix keeps them), the containers left open are closed, and the
 // result is redacted as JSON and ends with "…". In an object the cut left
 // open, "value" and "values" are masked whatever their sibling "name": that
-// member may lie past the cut. A body whose first max bytes do not begin a
+// member may lie past the cut. A body whose first limit bytes do not begin a
 // JSON document is redacted as TextPrefix does.
-func (r *Redactor) JSONPrefix(body []byte, max int) []byte {
-	max = clampLimit(max)
-	if len(body) <= max {
+func (r *Redactor) JSONPrefix(body []byte, limit int) []byte {
+	limit = max(0, limit)
+	if len(body) <= limit {
 		return r.JSON(body)
 	}
-	doc, openFrom, ok := closeCut(body[:max])
+	doc, openFrom, ok := closeCut(body[:limit])
 	if !ok || !json.Valid(doc) {
-		return []byte(r.TextPrefix(string(body), max))
+		return []byte(r.TextPrefix(string(body), limit))
 	}
 	out, err := r.walk(doc, openFrom)
 	if err != nil {

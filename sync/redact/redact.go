@@ -214,12 +214,11 @@ func (r *Redactor) headerValues(name string, values []string) []string {
 }
 
 // oneLine keeps a header value from forging a line of its own.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
-}
+func oneLine(s string) string { return lineBreaks.Replace(s) }
+
+// lineBreaks returns a string with no line break unchanged, without
+// allocating.
+var lineBreaks = strings.NewReplacer("\r", " ", "\n", " ")
 
 // Excerpt cuts s to at most max bytes without splitting a UTF-8 sequence,
 // ending it with "…" when anything was cut. Pass it text that is already
