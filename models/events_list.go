@@ -25,8 +25,10 @@ type EventFilter struct {
 	Provider string
 	Type     string
 	Outcome  string
-	After    *EventCursor // nil for the first (newest) page
-	Limit    int
+	// HideIgnored leaves out the events that had nothing to do.
+	HideIgnored bool
+	After       *EventCursor // nil for the first (newest) page
+	Limit       int
 }
 
 // ListEvents returns processed events newest first, by (received_at,
@@ -45,6 +47,8 @@ func ListEvents(db *gorm.DB, f EventFilter) ([]ProcessedEvent, error) {
 	}
 	if f.Outcome != "" {
 		q = q.Where("outcome = ?", f.Outcome)
+	} else if f.HideIgnored {
+		q = q.Where("outcome <> ?", EventIgnored)
 	}
 	if c := f.After; c != nil {
 		// The plain "received_at <= ?" lets both databases seek the index to

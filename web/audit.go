@@ -44,7 +44,7 @@ func (s *Server) listAudit(c echo.Context) error {
 			TargetURL: targetURL(e.Target), Outcome: e.Outcome, IP: e.IP, Detail: e.Detail})
 	}
 	if more {
-		v.NextURL = pageURL(c, "/audit", "before", entries[len(entries)-1].ID)
+		v.NextURL = pageURL(c, "/audit", "before", idCursor(entries[len(entries)-1].ID))
 	}
 	return s.render(c, views.AuditPage(s.page(c, "Audit log", "/audit"), v))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -29,7 +28,8 @@ func (s *Server) listEvents(c echo.Context) error {
 	if vf.Outcome != "" && !slices.Contains(eventOutcomes, vf.Outcome) {
 		return errBadRequest("The outcome filter must be applied, ignored or failed; clear the filters and pick one from the list.")
 	}
-	f := models.EventFilter{Provider: vf.Service, Type: vf.Type, Outcome: vf.Outcome, Limit: eventsPageSize + 1}
+	f := models.EventFilter{Provider: vf.Service, Type: vf.Type, Outcome: vf.Outcome, HideIgnored: vf.HideIgnored,
+		Limit: eventsPageSize + 1}
 	if b := c.QueryParam("before"); b != "" {
 		cur, err := decodeEventCursor(b)
 		if err != nil {
@@ -37,11 +37,7 @@ func (s *Server) listEvents(c echo.Context) error {
 		}
 		f.After = &cur
 	}
-	db := s.db
-	if vf.HideIgnored && vf.Outcome == "" {
-		db = db.Where("outcome <> ?", models.EventIgnored)
-	}
-	events, err := models.ListEvents(db, f)
+	events, err := models.ListEvents(s.db, f)
 	if err != nil {
 		return err
 	}
@@ -50,18 +46,13 @@ func (s *Server) listEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.Events{Filter: vf, Services: s.eventServices(vf.Service), Types: types, Outcomes: eventOutcomes}
+	v := views.Events{Filter: vf, Services: s.eventServices(vf.Service), Types: types, Outcomes: eventOutcomes,
+		NewestURL: newestURL(c, "/events", "before")}
 	for _, e := range events {
 		v.Events = append(v.Events, eventRow(e))
 	}
-	q := maps.Clone(c.QueryParams())
-	if f.After != nil {
-		q.Del("before")
-		v.NewestURL = "/events?" + q.Encode()
-	}
 	if more {
-		q.Set("before", encodeEventCursor(models.CursorOf(events[len(events)-1])))
-		v.NextURL = "/events?" + q.Encode()
+		v.NextURL = pageURL(c, "/events", "before", encodeEventCursor(models.CursorOf(events[len(events)-1])))
 	}
 	return s.render(c, views.EventsPage(s.page(c, "Webhook events", "/events"), v))
 }

@@ -55,15 +55,19 @@ func (s *Server) showFailedGroup(c echo.Context) error {
 	return s.renderFailedGroup(c, http.StatusOK, c.QueryParam("g"), "")
 }
 
+// failedGroupShown is how many of a group's failed links its page lists.
+const failedGroupShown = 200
+
 // renderFailedGroup shows one group's failed links to pick from, with an
 // error above them when a retry of the selection could not go ahead.
 func (s *Server) renderFailedGroup(c echo.Context, status int, group, problem string) error {
-	ids, err := models.FailedIDs(s.db, group, 201)
+	ids, err := models.FailedIDs(s.db, group, failedGroupShown+1)
 	if err != nil {
 		return err
 	}
-	v := views.FailedGroupView{Group: group, More: len(ids) > 200, Error: problem}
-	links, err := models.LinksByIDs(s.db, ids[:min(len(ids), 200)])
+	ids, more := pageOf(ids, failedGroupShown)
+	v := views.FailedGroupView{Group: group, More: more, Error: problem}
+	links, err := models.LinksByIDs(s.db, ids)
 	if err != nil {
 		return err
 	}
@@ -76,30 +80,30 @@ func (s *Server) renderFailedGroup(c echo.Context, status int, group, problem st
 // askRetry shows how many links a bulk retry will touch — a whole group,
 // or a selection — and carries exactly those ids to the confirmation.
 func (s *Server) askRetry(c echo.Context) error {
+	// With nothing to retry, back to the list the click came from, with
+	// the reason above it.
 	var ids []int64
 	var what string
+	var err error
 	if group := c.FormValue("group"); group != "" {
-		var err error
 		if ids, err = models.FailedIDs(s.db, group, maxBulk); err != nil {
 			return err
 		}
+		if len(ids) == 0 {
+			return s.renderFailedGroup(c, http.StatusBadRequest, group, "No failed links are left in this group, so there is nothing to retry.")
+		}
 		what = "Every failed link of the group “" + group + "”."
 	} else {
-		var err error
 		if ids, err = formIDs(c); err != nil {
 			return err
 		}
+		if len(ids) == 0 {
+			if from := c.FormValue("from_group"); from != "" {
+				return s.renderFailedGroup(c, http.StatusBadRequest, from, "Nothing was selected. Tick the links to retry, then press Retry selected again.")
+			}
+			return errBadRequest("Nothing to retry: select at least one failed link.")
+		}
 		what = "The links you selected."
-	}
-	if len(ids) == 0 {
-		// Back to the list the click came from, with the reason above it.
-		if group := c.FormValue("group"); group != "" {
-			return s.renderFailedGroup(c, http.StatusBadRequest, group, "No failed links are left in this group, so there is nothing to retry.")
-		}
-		if from := c.FormValue("from_group"); from != "" {
-			return s.renderFailedGroup(c, http.StatusBadRequest, from, "Nothing was selected. Tick the links to retry, then press Retry selected again.")
-		}
-		return errBadRequest("Nothing to retry: select at least one failed link.")
 	}
 	rows, err := models.LinksByIDs(s.db, ids[:min(len(ids), 10)])
 	if err != nil {

@@ -24,7 +24,8 @@ func (s *Server) listLinks(c echo.Context) error {
 	q := models.LinkQuery{Service: f.Service, LocalType: f.Type, Status: models.Status(f.Status), Class: f.Class, Search: f.Q, Limit: linksPageSize + 1}
 	// "order 10004" with the type filter on another type is left as typed,
 	// and so matches nothing.
-	if typ, id := s.splitSearch(f.Q); typ != "" && (q.LocalType == "" || q.LocalType == typ) {
+	types := s.routedTypes()
+	if typ, id := splitSearch(f.Q, types); typ != "" && (q.LocalType == "" || q.LocalType == typ) {
 		q.LocalType, q.Search = typ, id
 	}
 	if q.Status != "" && !q.Status.Valid() {
@@ -33,19 +34,16 @@ func (s *Server) listLinks(c echo.Context) error {
 	if q.Class != "" && !oneOf(q.Class, models.ClassTemporary, models.ClassPermanent, models.ClassAmbiguous) {
 		return errBadRequest("There is no error kind called " + strconv.Quote(f.Class) + "; clear the filters and pick one from the list.")
 	}
-	if b := c.QueryParam("before"); b != "" {
-		id, err := strconv.ParseInt(b, 10, 64)
-		if err != nil || id <= 0 {
-			return errBadRequest("The page cursor is not valid; go back to the first page.")
-		}
-		q.BeforeID = id
+	var err error
+	if q.BeforeID, err = cursorParam(c, "before"); err != nil {
+		return err
 	}
 	links, err := models.SearchLinks(s.db, q)
 	if err != nil {
 		return err
 	}
 	links, more := pageOf(links, linksPageSize)
-	v := views.Links{Filter: f, Services: s.cfg.ServiceNames(), Types: s.routedTypes(), Filtered: f != views.LinkFilter{},
+	v := views.Links{Filter: f, Services: s.cfg.ServiceNames(), Types: types, Filtered: f != views.LinkFilter{},
 		NewestURL: newestURL(c, "/links", "before")}
 	for _, st := range models.Statuses {
 		v.Statuses = append(v.Statuses, string(st))
@@ -54,21 +52,21 @@ func (s *Server) listLinks(c echo.Context) error {
 		v.Rows = append(v.Rows, linkRow(l))
 	}
 	if more {
-		v.NextURL = pageURL(c, "/links", "before", links[len(links)-1].ID)
+		v.NextURL = pageURL(c, "/links", "before", idCursor(links[len(links)-1].ID))
 	}
 	return s.render(c, views.LinksPage(s.page(c, "Links", "/links"), v))
 }
 
 // splitSearch reads a search typed as the table shows a record ("order
-// 10004") into its type and id. A first word that is no routed type
-// leaves the search as typed, and so does a single word.
-func (s *Server) splitSearch(q string) (typ, id string) {
+// 10004") into its type and id. A first word that is none of the routed
+// types leaves the search as typed, and so does a single word.
+func splitSearch(q string, types []string) (typ, id string) {
 	first, rest, ok := strings.Cut(q, " ")
 	if !ok {
 		return "", ""
 	}
 	rest = strings.TrimSpace(rest)
-	for _, t := range s.routedTypes() {
+	for _, t := range types {
 		if strings.EqualFold(t, first) && rest != "" {
 			return t, rest
 		}

@@ -18,13 +18,13 @@ func pageOf[T any](rows []T, size int) ([]T, bool) {
 }
 
 // pageURL is the request's list at path with the cursor parameter set to
-// value, the other filters kept; value 0 drops the cursor (the first page).
+// value, the other filters kept; value "" drops the cursor (the first page).
 // The request's own query is left as it is.
-func pageURL(c echo.Context, path, cursor string, value int64) string {
+func pageURL(c echo.Context, path, cursor, value string) string {
 	q := maps.Clone(c.QueryParams())
 	q.Del(cursor)
-	if value > 0 {
-		q.Set(cursor, strconv.FormatInt(value, 10))
+	if value != "" {
+		q.Set(cursor, value)
 	}
 	if len(q) == 0 {
 		return path
@@ -37,5 +37,22 @@ func newestURL(c echo.Context, path, cursor string) string {
 	if c.QueryParam(cursor) == "" {
 		return ""
 	}
-	return pageURL(c, path, cursor, 0)
+	return pageURL(c, path, cursor, "")
+}
+
+// idCursor is an id as a page cursor.
+func idCursor(id int64) string { return strconv.FormatInt(id, 10) }
+
+// cursorParam reads an id cursor from the query: 0 when absent, a 400 when
+// it is not a positive number.
+func cursorParam(c echo.Context, name string) (int64, error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return 0, nil
+	}
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errBadRequest("The page cursor is not valid; go back to the first page.")
+	}
+	return id, nil
 }

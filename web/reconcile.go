@@ -43,7 +43,7 @@ func (s *Server) listRuns(c echo.Context) error {
 		v.Rows = append(v.Rows, s.runRow(d))
 	}
 	if more {
-		v.NextURL = pageURL(c, "/reconcile", "before", runs[len(runs)-1].ID)
+		v.NextURL = pageURL(c, "/reconcile", "before", idCursor(runs[len(runs)-1].ID))
 	}
 	return s.render(c, views.ReconcilePage(s.page(c, "Reconciliation", "/reconcile"), v))
 }
@@ -53,19 +53,6 @@ func (s *Server) reconcilable() []string {
 		return nil
 	}
 	return s.rec.Reconcilable()
-}
-
-// cursorParam reads a positive keyset cursor; absent is 0.
-func cursorParam(c echo.Context, name string) (int64, error) {
-	raw := c.QueryParam(name)
-	if raw == "" {
-		return 0, nil
-	}
-	id, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || id <= 0 {
-		return 0, errBadRequest("The page cursor is not valid; go back to the first page.")
-	}
-	return id, nil
 }
 
 func (s *Server) runRow(d *models.RunDetail) views.RunRow {
@@ -190,7 +177,7 @@ func (s *Server) showRun(c echo.Context) error {
 		v.Rows = append(v.Rows, s.discrepancyRow(x))
 	}
 	if more {
-		v.NextURL = pageURL(c, views.RunURL(id), "after", found[len(found)-1].ID)
+		v.NextURL = pageURL(c, views.RunURL(id), "after", idCursor(found[len(found)-1].ID))
 	}
 	title := fmt.Sprintf("Reconciliation of %s, run %d", d.Run.Service, id)
 	return s.render(c, views.RunPage(s.page(c, title, "/reconcile"), v))

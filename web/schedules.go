@@ -59,8 +59,8 @@ func (s *Server) runSchedule(c echo.Context) error {
 	if !ok {
 		return fmt.Errorf("scheduled task %q: %w", name, models.ErrNotFound)
 	}
-	if name == reconcileTask && len(s.reconcilable()) > 0 {
-		return s.reconcileEveryService(c)
+	if services := s.reconcilable(); name == reconcileTask && len(services) > 0 {
+		return s.reconcileEveryService(c, services)
 	}
 	if st.Running {
 		s.audit(c, "schedule.run", name, models.OutcomeFailure, "already running")
@@ -81,10 +81,10 @@ func (s *Server) runSchedule(c echo.Context) error {
 // only starts the runs that are due, so a click on it would mostly start
 // nothing: the click starts a run of every service instead, as the
 // reconciliation page's Start button does, and shows them.
-func (s *Server) reconcileEveryService(c echo.Context) error {
+func (s *Server) reconcileEveryService(c echo.Context, services []string) error {
 	who := currentUser(c).Email
 	var started, busy []string
-	for _, service := range s.rec.Reconcilable() {
+	for _, service := range services {
 		id, err := s.rec.Start(c.Request().Context(), service, reconcile.RunOptions{TriggeredBy: who})
 		switch {
 		case errors.Is(err, models.ErrRunActive):
