@@ -896,11 +896,8 @@ func canMarkFailed(status string) bool { return status == "new" || status == "re
 
 // attemptsInAll counts the attempts the log keeps for a link, all rounds together.
 func attemptsInAll(n int) string {
-	switch n {
-	case 0:
+	if n == 0 {
 		return "none in all"
-	case 1:
-		return "1 in all, listed below"
 	}
 	return strconv.Itoa(n) + " in all, listed below"
 }

@@ -28,10 +28,8 @@ func (s *Server) listAudit(c echo.Context) error {
 	if !f.Until.IsZero() {
 		f.Until = f.Until.Add(24 * time.Hour) // "until" includes that whole day
 	}
-	if b := c.QueryParam("before"); b != "" {
-		if f.BeforeID, err = strconv.ParseInt(b, 10, 64); err != nil || f.BeforeID <= 0 {
-			return errBadRequest("The page cursor is not valid; go back to the first page.")
-		}
+	if f.BeforeID, err = cursorParam(c, "before"); err != nil {
+		return err
 	}
 	entries, err := models.ListAudit(s.db, f)
 	if err != nil {
