@@ -1,6 +1,7 @@
 package models
 
 import (
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -22,14 +23,7 @@ const (
 var Statuses = []Status{StatusNew, StatusProcessing, StatusRetry, StatusFailed, StatusSuccess}
 
 // Valid reports whether s is a known status.
-func (s Status) Valid() bool {
-	for _, x := range Statuses {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 
 // Record is a local entity with its current payload.
 type Record struct {
@@ -67,7 +61,7 @@ type Link struct {
 	UpdatedAt       time.Time
 }
 
-// TableName keeps the name the articles and PRODUCT.md use.
+// TableName keeps the name the articles the product came from use.
 func (Link) TableName() string { return "external_map" }
 
 // Outcome classifies one outgoing call.

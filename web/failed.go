@@ -3,7 +3,6 @@ package web
 import (
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -169,5 +168,3 @@ func formIDs(c echo.Context) ([]int64, error) {
 	}
 	return ids, nil
 }
-
-func sortStrings(s []string) []string { sort.Strings(s); return s }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,16 +79,12 @@ func splitSearch(q string, types []string) (typ, id string) {
 // routedTypes are the local types some service takes, sorted.
 func (s *Server) routedTypes() []string {
 	seen := map[string]bool{}
-	var out []string
-	for _, name := range s.cfg.ServiceNames() {
-		for typ := range s.cfg.Services[name].Objects {
-			if !seen[typ] {
-				seen[typ] = true
-				out = append(out, typ)
-			}
+	for _, svc := range s.cfg.Services {
+		for typ := range svc.Objects {
+			seen[typ] = true
 		}
 	}
-	return sortStrings(out)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func linkRow(l models.Link) views.LinkRow {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -127,14 +129,7 @@ func discrepancyFilter(c echo.Context, id int64) (models.DiscrepancyFilter, erro
 	return f, nil
 }
 
-func oneOf(s string, options ...string) bool {
-	for _, o := range options {
-		if s == o {
-			return true
-		}
-	}
-	return false
-}
+func oneOf(s string, options ...string) bool { return slices.Contains(options, s) }
 
 func (s *Server) showRun(c echo.Context) error {
 	id, err := runID(c)
@@ -199,21 +194,17 @@ func (s *Server) startedAfter(d *models.RunDetail) (int64, error) {
 
 func csvURL(id int64, f models.DiscrepancyFilter) string {
 	u := views.RunURL(id) + "/discrepancies.csv"
-	q := make([]string, 0, 2)
+	q := url.Values{}
 	if f.Kind != "" {
-		q = append(q, "kind="+f.Kind)
+		q.Set("kind", f.Kind)
 	}
 	if f.Status != "" {
-		q = append(q, "status="+f.Status)
+		q.Set("status", f.Status)
 	}
-	for i, p := range q {
-		sep := "&"
-		if i == 0 {
-			sep = "?"
-		}
-		u += sep + p
+	if len(q) == 0 {
+		return u
 	}
-	return u
+	return u + "?" + q.Encode()
 }
 
 func runProgress(r models.ReconciliationRun) views.RunProgress {

@@ -45,7 +45,7 @@ func TestSchedulesListAndRunNow(t *testing.T) {
 		sched, runs := testScheduler(t)
 		b, _ := pagesServer(t, db, sched)
 
-		// Schedules are for admins (PRODUCT.md's roles): others neither see
+		// Schedules are for admins (README's HTTP surface: /schedules is for admins): others neither see
 		// the page nor its menu item.
 		viewer := b.signedIn("vera@example.com", models.RoleViewer)
 		op := b.signedIn("olga@example.com", models.RoleOperator)

@@ -2,10 +2,11 @@ package web
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,14 +21,14 @@ import (
 func describeService(name string, svc config.Service) views.ServiceCard {
 	card := views.ServiceCard{Name: name, Kind: kindWords(svc.Kind), BaseURL: displayURL(svc.BaseURL),
 		Idempotency: idempotencyWords(svc), Timeout: shortDuration(svc.Timeout), Retry: retryWords(svc.Retry)}
-	for _, typ := range sortedNames(svc.Objects) {
+	for _, typ := range slices.Sorted(maps.Keys(svc.Objects)) {
 		o := svc.Objects[typ]
 		card.Routes = append(card.Routes, views.ServiceRoute{LocalType: typ, Remote: o.Remote, Operations: operations(o)})
 		if duplicateRisk(svc, o) {
 			card.DuplicateRisks = append(card.DuplicateRisks, typ)
 		}
 	}
-	for _, h := range sortedNames(svc.Headers) {
+	for _, h := range slices.Sorted(maps.Keys(svc.Headers)) {
 		st := secretState(svc.Headers[h])
 		st.Name = h
 		card.Headers = append(card.Headers, st)
@@ -191,13 +192,4 @@ func effectsWords(effects string) string {
 		return "applies CRM events"
 	}
 	return "records events, applies nothing"
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

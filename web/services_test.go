@@ -121,7 +121,7 @@ func TestServicesPageDescribesServicesWithoutSecrets(t *testing.T) {
 	})
 }
 
-// The configuration is for admins (PRODUCT.md's roles); health and the
+// The configuration is for admins (README's HTTP surface); health and the
 // pause switch stay for everyone who may use them.
 func TestServicesConfigurationIsForAdmins(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {

@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
-	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -152,7 +152,8 @@ func decode(r io.Reader, cfg *Config) error {
 	return dec.Decode(cfg)
 }
 
-// Validate checks every setting and names the first bad one.
+// Validate checks every setting and names each bad one, so that one start
+// reports all the mistakes in a file, not one per try.
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(setting, format string, a ...any) {
@@ -188,9 +189,7 @@ func (c Config) Validate() error {
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		bad("tls", "cert_file and key_file go together")
 	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
+	if _, err := c.Log.level(); err != nil {
 		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
 	}
 	switch c.Log.Format {
@@ -213,7 +212,17 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// SlogLevel returns the configured log level as a number for log/slog.
-func (l Log) SlogLevel() int {
-	return map[string]int{"debug": -4, "info": 0, "warn": 4, "error": 8}[strings.ToLower(l.Level)]
+// SlogLevel returns the configured log level for log/slog; Validate has
+// refused a level it cannot read.
+func (l Log) SlogLevel() slog.Level {
+	lv, _ := l.level()
+	return lv
+}
+
+// level reads the level as log/slog names them (debug, info, warn, error,
+// in any case).
+func (l Log) level() (slog.Level, error) {
+	var lv slog.Level
+	err := lv.UnmarshalText([]byte(l.Level))
+	return lv, err
 }

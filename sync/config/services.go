@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -174,7 +175,7 @@ func ExpandEnv(s string) (string, []string) {
 	return out, missing
 }
 
-// applyServiceDefaults fills what a service left unsaid.
+// applyDefaults fills what a service left unsaid.
 func (s *Service) applyDefaults() {
 	if s.Kind == "" {
 		s.Kind = "http"
@@ -216,7 +217,7 @@ func (s *Service) applyDefaults() {
 
 var serviceName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
 
-// validate checks one service and names the first bad setting.
+// validate checks one service and names each bad setting.
 func (s Service) validate(name string) []error {
 	var errs []error
 	bad := func(setting, format string, a ...any) {
@@ -252,7 +253,7 @@ func (s Service) validate(name string) []error {
 		errs = append(errs, s.Webhook.validate(name)...)
 	}
 	errs = append(errs, s.Reconcile.validate(name, s.Objects)...)
-	for _, typ := range sortedKeys(s.Objects) {
+	for _, typ := range slices.Sorted(maps.Keys(s.Objects)) {
 		o := s.Objects[typ]
 		for field, v := range map[string]string{"create": o.Create, "update": o.Update, "lookup": o.Lookup, "list": o.List} {
 			if v == "" && (field == "lookup" || field == "list") {
@@ -288,16 +289,7 @@ func (c Config) Routes(localType string) []string {
 }
 
 // ServiceNames returns the configured services, sorted.
-func (c Config) ServiceNames() []string { return sortedKeys(c.Services) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (c Config) ServiceNames() []string { return slices.Sorted(maps.Keys(c.Services)) }
 
 func (w Webhook) validate(name string) []error {
 	var errs []error
@@ -349,7 +341,7 @@ func (r Reconcile) validate(name string, objects map[string]Object) []error {
 	if r.MaxFixes < 0 {
 		bad("max_fixes", "must be at least 1, got %d", r.MaxFixes)
 	}
-	for _, kind := range sortedKeys(r.AutoFix) {
+	for _, kind := range slices.Sorted(maps.Keys(r.AutoFix)) {
 		if !slices.Contains(models.DiscrepancyKinds, kind) {
 			bad("auto_fix."+kind, "not a discrepancy kind (%s)", strings.Join(models.DiscrepancyKinds, ", "))
 		}
@@ -357,7 +349,7 @@ func (r Reconcile) validate(name string, objects map[string]Object) []error {
 			bad("auto_fix."+kind, "a duplicate needs a person to choose which object to keep; it can only be reported")
 		}
 	}
-	for _, typ := range sortedKeys(r.Compare) {
+	for _, typ := range slices.Sorted(maps.Keys(r.Compare)) {
 		if _, ok := objects[typ]; !ok {
 			bad("compare."+typ, "%s is not routed to this service", typ)
 		}

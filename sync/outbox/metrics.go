@@ -40,9 +40,9 @@ func (e *Engine) observe(batch []models.LinkOutcome) {
 }
 
 // observeClaim records how late each claimed link was.
-func (e *Engine) observeClaim(links []models.Link, now time.Time) {
+func (e *Engine) observeClaim(links []models.ClaimedLink, now time.Time) {
 	for _, l := range links {
-		e.metrics.claimLag.Observe(max(now.Sub(l.NextAttemptAt), 0).Seconds())
+		e.metrics.claimLag.Observe(max(now.Sub(l.Link.NextAttemptAt), 0).Seconds())
 	}
 }
 

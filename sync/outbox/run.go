@@ -185,11 +185,13 @@ func (p *pipe) claim(stop context.Context, limit int) (int, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(stop), 30*time.Second)
 	defer cancel()
 	done := p.turn()
-	links, err := models.ClaimDue(e.db.WithContext(ctx), e.leaseToken(), e.clock.Now(), e.opts.Lease, limit, e.paused())
+	now := e.clock.Now()
+	links, err := models.ClaimDue(e.db.WithContext(ctx), e.leaseToken(), now, e.opts.Lease, limit, e.paused())
 	done()
 	if err != nil || len(links) == 0 {
 		return 0, err
 	}
+	e.observeClaim(links, now)
 	p.claimed(len(links))
 	for _, l := range links {
 		p.jobs <- job{link: l.Link, payload: l.Payload, hash: l.ContentHash}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,12 +35,7 @@ type objectType struct {
 // listGroups returns a service's list endpoints with their types, sorted.
 func listGroups(s Service) []listGroup {
 	byEndpoint := map[string]*listGroup{}
-	names := make([]string, 0, len(s.Config.Objects))
-	for name := range s.Config.Objects {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(s.Config.Objects)) {
 		o := withDefaults(s.Config.Objects[name])
 		if o.List == "" {
 			continue

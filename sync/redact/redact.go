@@ -1,7 +1,7 @@
 // Package redact removes what must never reach a log: credentials, signature
-// secrets, card numbers and configured personal-data fields (PRODUCT.md,
-// invariant 7). Request and response excerpts, webhook payloads and process
-// log records all pass through a Redactor before they are written.
+// secrets, card numbers and configured personal-data fields (README, the
+// redact setting). Request and response excerpts, webhook payloads and
+// process log records all pass through a Redactor before they are written.
 package redact
 
 import (

@@ -3,6 +3,7 @@ package seed
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/syncdesk/syncdesk/models"
@@ -57,10 +58,8 @@ func typeOf(n int64) string {
 func servicesFor(typ string, services []string) []string {
 	var out []string
 	for _, s := range services {
-		for _, t := range profileOf(s).types {
-			if t == typ {
-				out = append(out, s)
-			}
+		if slices.Contains(profileOf(s).types, typ) {
+			out = append(out, s)
 		}
 	}
 	if len(out) == 0 {
