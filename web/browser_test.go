@@ -19,6 +19,7 @@ func testid(id string) string { return `[data-testid="` + id + `"]` }
 // A person opens syncdesk, is sent to sign in, signs in, sees the layout with
 // their name, signs out — and the cookie they had no longer opens anything.
 func TestBrowserSignInAndOut(t *testing.T) {
+	browsertest.Parallel(t)
 	b := setupSQLite(t)
 	b.user("ana@example.com", models.RoleOperator)
 	ctx := browsertest.New(t)
@@ -76,6 +77,7 @@ func TestBrowserSignInAndOut(t *testing.T) {
 // An admin adds a user and creates a token from the Users page; each secret
 // is shown once, and both actions land in the audit log.
 func TestBrowserAdminAddsUserAndToken(t *testing.T) {
+	browsertest.Parallel(t)
 	b := setupSQLite(t)
 	b.user("root@example.com", models.RoleAdmin)
 	ctx := browsertest.New(t)
@@ -123,6 +125,7 @@ func TestBrowserAdminAddsUserAndToken(t *testing.T) {
 // The page that shows a new token's secret does not keep the form's address:
 // a reload shows /users without the secret and makes no second token.
 func TestBrowserReloadAfterCreatingATokenPostsNothing(t *testing.T) {
+	browsertest.Parallel(t)
 	b := setupSQLite(t)
 	b.user("root@example.com", models.RoleAdmin)
 	ctx := browsertest.New(t)

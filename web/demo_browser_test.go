@@ -29,6 +29,7 @@ import (
 // seeded records, webhooks coming back — and every main page opened in a
 // real browser. With SYNCDESK_SCREENSHOTS set, this makes the README's pictures.
 func TestBrowserTheDemoPages(t *testing.T) {
+	browsertest.Parallel(t)
 	db := dbtest.SQLite(t)
 	demo, svcs, err := sandbox.StartDemo()
 	require.NoError(t, err)

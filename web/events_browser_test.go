@@ -48,6 +48,7 @@ func seedDemoEvents(t *testing.T, db *gorm.DB, now time.Time) {
 // failed refund, replays it once the cause is fixed, and sees the
 // confirmation and the new outcome. Then the schedules page, as an admin.
 func TestBrowserEventsReplayAndSchedules(t *testing.T) {
+	browsertest.Parallel(t)
 	db := dbtest.SQLite(t)
 	sched, _ := testScheduler(t)
 	b, rc := pagesServer(t, db, sched)

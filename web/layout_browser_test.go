@@ -18,6 +18,7 @@ import (
 // On a failure group's page the checkboxes are checkbox-sized, and Retry
 // selected with nothing ticked keeps the list on screen with the reason.
 func TestBrowserRetrySelectedWithNothingTicked(t *testing.T) {
+	browsertest.Parallel(t)
 	b := setupSQLite(t)
 	b.seedLinks(12)
 	b.user("ana@example.com", models.RoleOperator)
@@ -45,6 +46,7 @@ func TestBrowserRetrySelectedWithNothingTicked(t *testing.T) {
 // Retry on a failed link's page: when the sync ends the page reloads
 // itself, so "Synced" never sits beside the old "Last error".
 func TestBrowserLinkPageShowsTheStateAfterRetry(t *testing.T) {
+	browsertest.Parallel(t)
 	b := setupSQLite(t)
 	b.user("ana@example.com", models.RoleOperator)
 	b.crm.SetOptions(sandbox.Options{RateValidation: 1})
@@ -88,6 +90,7 @@ func waitTrue(ctx context.Context, timeout time.Duration, js string) bool {
 // On a 420 px screen no page is wider than the screen: the menu wraps
 // inside the dark header, and tables scroll sideways inside their cards.
 func TestBrowserNarrowScreen(t *testing.T) {
+	browsertest.Parallel(t)
 	b := setupSQLite(t)
 	b.seedLinks(30)
 	b.user("root@example.com", models.RoleAdmin)

@@ -38,6 +38,7 @@ func textOf(t *testing.T, ctx context.Context, sel string) string {
 // on a synced link — one send, "already in progress" shown, the status turns
 // to success by itself — and bulk-retries a failure group after seeing its count.
 func TestBrowserOperatorFindsAndFixesFailures(t *testing.T) {
+	browsertest.Parallel(t)
 	b := setupSQLite(t)
 	b.user("ana@example.com", models.RoleOperator)
 	for i := 1; i <= 6; i++ {
@@ -126,6 +127,7 @@ func TestBrowserOperatorFindsAndFixesFailures(t *testing.T) {
 // A viewer sees no action buttons, and a POST forged from the viewer's own
 // session is refused with 403 and audited.
 func TestBrowserViewerCannotAct(t *testing.T) {
+	browsertest.Parallel(t)
 	b := setupSQLite(t)
 	b.seedLinks(6)
 	b.user("vic@example.com", models.RoleViewer)

@@ -19,6 +19,7 @@ import (
 // progress bar advance, open the report, download the CSV and find the
 // discrepancies in it.
 func TestBrowserReconcileRunProgressReportAndCSV(t *testing.T) {
+	browsertest.Parallel(t)
 	b, _ := reconcileServer(t, dbtest.SQLite(t), 0)
 	b.seedOrders(1, 20)
 	for _, n := range []int{3, 7, 11} {

@@ -17,6 +17,7 @@ import (
 // another page, follows it back and resumes — with the keyboard-reachable
 // form and its labelled reason field.
 func TestBrowserPauseAndResumeAService(t *testing.T) {
+	browsertest.SkipShort(t) // not Parallel: setupServices sets environment variables
 	b := setupServices(t, dbtest.SQLite(t))
 	b.user("ana@example.com", models.RoleOperator)
 	failed := b.link("order", "1", "crm", models.StatusFailed)

@@ -13,10 +13,31 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// Parallel starts a browser test: each takes seconds (a Chromium of its
+// own, a server and a database), so -short skips it, and it runs beside the
+// other browser tests, with which it shares nothing (go test -parallel
+// bounds how many at once). Call it first, before the test's setup.
+func Parallel(t *testing.T) {
+	t.Helper()
+	SkipShort(t)
+	t.Parallel()
+}
+
+// SkipShort skips a browser test under -short, for one that cannot run in
+// parallel.
+func SkipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test skipped under -short; go test ./... runs it")
+	}
+}
+
 // New returns a chromedp context on a fresh headless Chromium, or skips the
-// test (fails it under CI=true) when no Chromium is installed.
+// test (fails it under CI=true) when no Chromium is installed, and under
+// -short.
 func New(t *testing.T) context.Context {
 	t.Helper()
+	SkipShort(t)
 	path := findChromium()
 	if path == "" {
 		if os.Getenv("CI") == "true" {
