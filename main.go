@@ -202,13 +202,6 @@ func (c *cli) serve() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a.sched.Start()
-	stopped := make(chan struct{})
-	go func() { // at a stop, sends finish or hand back their leases while HTTP drains
-		<-ctx.Done()
-		_ = a.sched.Stop()
-		a.rec.Close() // a run in the background ends as interrupted, not stuck as running
-		close(stopped)
-	}()
 	err = a.web.Serve(ctx, func(addr string) {
 		c.printStart(cfg, db, addr, log)
 		if demo != nil {
@@ -218,9 +211,19 @@ func (c *cli) serve() error {
 		}
 	})
 	stop()
-	<-stopped
+	a.stop()
 	log.Info("stopped")
 	return err
+}
+
+// stop ends the engines once HTTP has drained, so that no request can start
+// work they no longer take, and before the deferred close of the database,
+// so that their last writes land: the scheduler's tasks end (sends finish or
+// hand back their leases), then reconciliation runs end interrupted, not
+// stuck as running, and new ones are refused.
+func (a *app) stop() {
+	_ = a.sched.Stop()
+	a.rec.Close()
 }
 
 // app is the wired product: the engine, the inbox, the schedules, the web.

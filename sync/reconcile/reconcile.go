@@ -79,15 +79,21 @@ type Reconciler struct {
 	log      *slog.Logger
 	opts     Options
 
-	base   context.Context // background runs live under it; Close cancels it
+	base   context.Context // runs live under it; Close cancels it
 	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // runs in progress here; Add only under mu while open
 	mu     sync.Mutex
+	closed bool
 	cancel map[int64]context.CancelCauseFunc // runs in progress here, by id
 }
 
 // errStopped is the cause of a run an operator stopped.
 var errStopped = errors.New("stopped by an operator")
+
+// ErrClosed refuses a run asked of a reconciler that was closed: the
+// process is stopping, and a run started now could write after the
+// database is closed.
+var ErrClosed = errors.New("syncdesk is stopping: no reconciliation can start now")
 
 // New builds a reconciler over the given services.
 func New(db *gorm.DB, services []Service, clk clock.Clock, log *slog.Logger, opts Options) *Reconciler {
@@ -134,6 +140,13 @@ func (r *Reconciler) Reconcilable() []string {
 // *models.InvalidError; a run that started always ends in a final status,
 // and its error, if any, is returned beside it.
 func (r *Reconciler) Run(ctx context.Context, service string, o RunOptions) (*models.ReconciliationRun, error) {
+	if err := r.hold(); err != nil {
+		return nil, err
+	}
+	defer r.wg.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.base, cancel)() // Close interrupts it too
 	rn, err := r.begin(ctx, service, o)
 	if err != nil {
 		return nil, err
@@ -144,12 +157,15 @@ func (r *Reconciler) Run(ctx context.Context, service string, o RunOptions) (*mo
 // Start begins a run and carries it on in the background, so that a page
 // can redirect to it and watch its progress. Close stops it.
 func (r *Reconciler) Start(ctx context.Context, service string, o RunOptions) (int64, error) {
+	if err := r.hold(); err != nil {
+		return 0, err
+	}
 	rn, err := r.begin(ctx, service, o)
 	if err != nil {
+		r.wg.Done()
 		return 0, err
 	}
 	ctx, cancel, release := rn.watch(r.base)
-	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		defer release()
@@ -172,8 +188,25 @@ func (r *Reconciler) Cancel(runID int64) bool {
 	return ok
 }
 
-// Close stops every background run (each ends interrupted) and waits for them.
+// hold counts a run about to begin, or refuses it with ErrClosed once Close
+// has begun: the WaitGroup never grows while Close waits on it.
+func (r *Reconciler) hold() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	r.wg.Add(1)
+	return nil
+}
+
+// Close refuses new runs, stops every run in progress here (each ends
+// interrupted) and waits for them to write how they ended. Calling it again
+// waits again and does nothing else.
 func (r *Reconciler) Close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 	r.stop()
 	r.wg.Wait()
 }
