@@ -4,9 +4,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +14,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,7 +31,6 @@ import (
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/schedule"
-	"github.com/syncdesk/syncdesk/sync/seed"
 	"github.com/syncdesk/syncdesk/sync/services"
 	"github.com/syncdesk/syncdesk/web"
 )
@@ -145,13 +141,32 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func (c *cli) config() (config.Config, error) {
-	cfg, err := config.Load(c.conf, config.Overrides{Addr: c.addr, DB: c.db})
-	// With no config file, `go run .` shows the product working: the demo.
-	if c.conf == "" && len(cfg.Services) == 0 {
-		cfg.Demo = true
+func (c *cli) overrides() config.Overrides { return config.Overrides{Addr: c.addr, DB: c.db} }
+
+// config loads the configuration, for a command that adds nothing to it.
+func (c *cli) config() (config.Config, error) { return config.Load(c.conf, c.overrides()) }
+
+// serveConfig reads the configuration and, for the demo, starts the
+// sandboxes whose addresses are its services; then it completes it, so the
+// demo's services are defaulted and validated like any others.
+func (c *cli) serveConfig() (config.Config, *sandbox.Demo, error) {
+	cfg, err := config.Read(c.conf, c.overrides())
+	if err != nil {
+		return cfg, nil, err
 	}
-	return cfg, err
+	var demo *sandbox.Demo
+	if cfg.Demo {
+		if demo, cfg.Services, err = sandbox.StartDemo(); err != nil {
+			return cfg, nil, err
+		}
+	}
+	if err := cfg.Complete(); err != nil {
+		if demo != nil {
+			stopDemo(demo)
+		}
+		return cfg, nil, err
+	}
+	return cfg, demo, nil
 }
 
 // openDB loads the configuration and opens the migrated database.
@@ -160,19 +175,32 @@ func (c *cli) openDB() (config.Config, *gorm.DB, error) {
 	if err != nil {
 		return cfg, nil, err
 	}
+	db, err := open(cfg)
+	return cfg, db, err
+}
+
+// open opens the configured database and applies the migrations.
+func open(cfg config.Config) (*gorm.DB, error) {
 	db, err := models.Open(cfg.DB)
 	if err != nil {
-		return cfg, nil, err
+		return nil, err
 	}
 	if _, err := migrations.Apply(db); err != nil {
 		_ = models.Close(db)
-		return cfg, nil, fmt.Errorf("migrate: %w", err)
+		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	return cfg, db, nil
+	return db, nil
 }
 
 func (c *cli) serve() error {
-	cfg, db, err := c.openDB()
+	cfg, demo, err := c.serveConfig()
+	if err != nil {
+		return err
+	}
+	if demo != nil {
+		defer stopDemo(demo)
+	}
+	db, err := open(cfg)
 	if err != nil {
 		return err
 	}
@@ -182,13 +210,6 @@ func (c *cli) serve() error {
 	clk := clock.Real{}
 	if err := c.firstAdmin(db, clk.Now()); err != nil {
 		return err
-	}
-	var demo *sandbox.Demo
-	if cfg.Demo {
-		if demo, err = startDemo(&cfg); err != nil {
-			return err
-		}
-		defer stopDemo(demo)
 	}
 	a, err := assemble(cfg, db, clk, log, redactor)
 	if err != nil {
@@ -257,16 +278,6 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 		return nil, err
 	}
 	return &app{engine: eng, rec: rec, sched: sched, web: srv}, nil
-}
-
-// startDemo serves the sandbox providers and points the configuration at them.
-func startDemo(cfg *config.Config) (*sandbox.Demo, error) {
-	demo, services, err := sandbox.StartDemo()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Services = services
-	return demo, nil
 }
 
 // stopDemo stops the sandboxes; a hanging sandbox request must not hold up the stop.
@@ -358,180 +369,6 @@ func locker(db *gorm.DB) *schedule.PGLocker {
 	}
 	sqlDB, _ := db.DB()
 	return &schedule.PGLocker{DB: sqlDB}
-}
-
-// firstAdmin creates an admin with a generated password when there are no
-// users at all, and prints the password once.
-func (c *cli) firstAdmin(db *gorm.DB, now time.Time) error {
-	n, err := models.CountUsers(db)
-	if err != nil || n > 0 {
-		return err
-	}
-	password := models.NewSecret(15)
-	u, err := models.CreateUser(db, "admin@localhost", models.RoleAdmin, password, now)
-	if errors.Is(err, models.ErrConflict) {
-		return nil // another instance created it first
-	}
-	if err != nil {
-		return err
-	}
-	_ = models.Audit(db, models.AuditEntry{At: now, Actor: "system", Action: "user.add", Target: u.Email,
-		Outcome: models.OutcomeSuccess, Detail: "first admin, created at first start"})
-	fmt.Fprintf(c.stdout, "\nFirst start: created the admin account (the password is shown only this once)\n"+
-		"  email:    %s\n  password: %s\n\n", u.Email, password)
-	return nil
-}
-
-func (c *cli) migrate() error {
-	cfg, err := c.config()
-	if err != nil {
-		return err
-	}
-	db, err := models.Open(cfg.DB)
-	if err != nil {
-		return err
-	}
-	defer models.Close(db)
-	n, err := migrations.Apply(db)
-	if err != nil {
-		return err
-	}
-	v, _, _ := migrations.Current(db)
-	fmt.Fprintf(c.stdout, "applied %d migration(s); the database is at version %d\n", n, v)
-	return nil
-}
-
-// seed fills an empty database with links and attempts of a realistic
-// shape, spread over the configured services (or, in the demo, the
-// sandbox's and an ERP), printing its progress every seedProgressEvery.
-func (c *cli) seed(links, attempts int) error {
-	if attempts < 0 {
-		attempts = 5 * links
-	}
-	cfg, db, err := c.openDB()
-	if err != nil {
-		return err
-	}
-	defer models.Close(db)
-	names := cfg.ServiceNames()
-	if len(names) == 0 {
-		names = seed.DefaultServices
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	start := time.Now()
-	last := start
-	var done seed.Counts
-	err = seed.Fill(ctx, db, seed.Options{Links: links, Attempts: attempts, Services: names, Progress: func(n seed.Counts) {
-		done = n
-		if time.Since(last) >= seedProgressEvery {
-			last = time.Now()
-			fmt.Fprintf(c.stdout, "… %d of %d links, %d attempts (%s)\n", n.Links, links, n.Attempts, time.Since(start).Round(time.Second))
-		}
-	}})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "seeded %d records, %d links (%s) and %d attempts in %s\n",
-		done.Records, done.Links, strings.Join(names, ", "), done.Attempts, time.Since(start).Round(100*time.Millisecond))
-	return nil
-}
-
-// seedProgressEvery is how often seed reports how far it has come.
-const seedProgressEvery = 10 * time.Second
-
-func (c *cli) userAdd(email, roleName string, passwordStdin bool) error {
-	role, err := models.ParseRole(roleName)
-	if err != nil {
-		return fmt.Errorf("--role: %w", err)
-	}
-	password := models.NewSecret(15)
-	if passwordStdin {
-		line, err := bufio.NewReader(c.stdin).ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("read password: %w", err)
-		}
-		password = strings.TrimRight(line, "\r\n")
-	}
-	_, db, err := c.openDB()
-	if err != nil {
-		return err
-	}
-	defer models.Close(db)
-	now := time.Now().UTC()
-	u, err := models.CreateUser(db, email, role, password, now)
-	if err != nil {
-		return err
-	}
-	if err := models.Audit(db, models.AuditEntry{At: now, Actor: "cli", Action: "user.add", Target: u.Email,
-		Outcome: models.OutcomeSuccess, Detail: "role " + string(role)}); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "added %s (%s)\n", u.Email, u.Role)
-	if !passwordStdin {
-		fmt.Fprintf(c.stdout, "password: %s\n", password)
-	}
-	return nil
-}
-
-func (c *cli) userList() error {
-	_, db, err := c.openDB()
-	if err != nil {
-		return err
-	}
-	defer models.Close(db)
-	users, err := models.ListUsers(db)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EMAIL\tROLE\tSTATE\tCREATED")
-	for _, u := range users {
-		state := "active"
-		if u.Disabled() {
-			state = "disabled"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Email, u.Role, state, u.CreatedAt.UTC().Format(time.DateTime))
-	}
-	return tw.Flush()
-}
-
-func (c *cli) userDisable(email string) error {
-	_, db, err := c.openDB()
-	if err != nil {
-		return err
-	}
-	defer models.Close(db)
-	now := time.Now().UTC()
-	u, err := models.DisableUser(db, email, now)
-	if err != nil {
-		return err
-	}
-	if err := models.Audit(db, models.AuditEntry{At: now, Actor: "cli", Action: "user.disable", Target: u.Email,
-		Outcome: models.OutcomeSuccess}); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "disabled %s and ended their sessions\n", u.Email)
-	return nil
-}
-
-func (c *cli) tokenCreate(name string) error {
-	_, db, err := c.openDB()
-	if err != nil {
-		return err
-	}
-	defer models.Close(db)
-	now := time.Now().UTC()
-	token, t, err := models.CreateAPIToken(db, name, "cli", now)
-	if err != nil {
-		return err
-	}
-	if err := models.Audit(db, models.AuditEntry{At: now, Actor: "cli", Action: "token.create", Target: t.Name,
-		Outcome: models.OutcomeSuccess}); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "token %q created; it is shown only this once:\n%s\n", t.Name, token)
-	return nil
 }
 
 // newLogger is the process log; every line goes through the redactor.

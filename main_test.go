@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -95,6 +96,31 @@ func TestBadSettingsStopWithTheSettingNamed(t *testing.T) {
 	require.Contains(t, errOut, "setting addr")
 	code, _, _ = cmd(t, "", "frobnicate")
 	require.Equal(t, 2, code)
+}
+
+// The demo's services are completed and validated like configured ones:
+// they get every default (the reconcile period, the safety valve) and a
+// bad setting beside the demo still stops the start, leaving no sandbox up.
+func TestTheDemoGoesThroughTheOneConfigurationPath(t *testing.T) {
+	t.Setenv("SYNCDESK_CONFIG", "")
+	t.Setenv("SYNCDESK_ADDR", "")
+	c := &cli{stdout: io.Discard, stderr: io.Discard}
+	cfg, demo, err := c.serveConfig()
+	require.NoError(t, err)
+	require.NotNil(t, demo)
+	defer stopDemo(demo)
+	require.True(t, cfg.Demo)
+	require.Equal(t, []string{"crm", "payments"}, cfg.ServiceNames())
+	for _, name := range cfg.ServiceNames() {
+		r := cfg.Services[name].Reconcile
+		require.Equal(t, time.Hour, r.Every, "%s: the default period", name)
+		require.Equal(t, 100, r.MaxFixes, "%s: the default safety valve", name)
+	}
+
+	c.addr = "no-port"
+	_, demo, err = c.serveConfig()
+	require.ErrorContains(t, err, "setting addr")
+	require.Nil(t, demo, "a refused configuration leaves no sandbox running")
 }
 
 func TestMigrateCommand(t *testing.T) {

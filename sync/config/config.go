@@ -110,9 +110,21 @@ type Overrides struct {
 	Addr, DB string
 }
 
-// Load builds the configuration: defaults, then the YAML file at path (if
-// any), then the environment's SYNCDESK_ADDR and SYNCDESK_DB, then flags.
+// Load reads the configuration and completes it: the one path for a
+// command that has nothing to add to it.
 func Load(path string, flags Overrides) (Config, error) {
+	cfg, err := Read(path, flags)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Complete()
+}
+
+// Read builds the configuration as given, not yet completed: defaults, then
+// the YAML file at path (if any), then the environment's SYNCDESK_ADDR and
+// SYNCDESK_DB, then flags. With no file and no services it is the demo,
+// whose services the caller adds before Complete.
+func Read(path string, flags Overrides) (Config, error) {
 	cfg := Default()
 	if path != "" {
 		f, err := os.Open(path)
@@ -132,11 +144,24 @@ func Load(path string, flags Overrides) (Config, error) {
 			cfg.DB = o.DB
 		}
 	}
-	for name, svc := range cfg.Services {
-		svc.applyDefaults()
-		cfg.Services[name] = svc
+	if cfg.Demo && len(cfg.Services) > 0 {
+		return cfg, errors.New("setting demo: true runs the sandbox providers in place of the configured services; " +
+			"remove demo, or the services")
 	}
-	return cfg, cfg.Validate()
+	if path == "" && len(cfg.Services) == 0 {
+		cfg.Demo = true // `go run .` with nothing configured shows the product working
+	}
+	return cfg, nil
+}
+
+// Complete fills in what services left unsaid, then validates every
+// setting. Every configuration goes through it once, the demo's too.
+func (c *Config) Complete() error {
+	for name, svc := range c.Services {
+		svc.applyDefaults()
+		c.Services[name] = svc
+	}
+	return c.Validate()
 }
 
 func decode(r io.Reader, cfg *Config) error {

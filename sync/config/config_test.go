@@ -110,3 +110,22 @@ func TestComparedFields(t *testing.T) {
 	require.Equal(t, []string{"title", "amount"}, compare, "the configuration's list is left as it is")
 	require.Equal(t, []string{"amount", "title"}, Object{}.ComparedFields(nil, payload), "the default key and id fields")
 }
+
+// The demo is what `go run .` shows with nothing configured; a file that
+// asks for it beside services is refused, not silently replaced.
+func TestDemoIsChosenOnlyWithNothingConfigured(t *testing.T) {
+	cfg, err := Read("", Overrides{})
+	require.NoError(t, err)
+	require.True(t, cfg.Demo, "no file, no services: the demo")
+
+	cfg, err = Read(writeFile(t, "addr: 127.0.0.1:7000\n"), Overrides{})
+	require.NoError(t, err)
+	require.False(t, cfg.Demo, "a file that configures no services is not the demo")
+
+	p := writeFile(t, "demo: true\nservices:\n  erp:\n    base_url: https://erp.example.com\n"+
+		"    objects:\n      order:\n        create: POST /orders\n        update: PUT /orders/{external_id}\n")
+	_, err = Read(p, Overrides{})
+	require.ErrorContains(t, err, "setting demo")
+	_, err = Load(p, Overrides{})
+	require.ErrorContains(t, err, "setting demo")
+}

@@ -11,7 +11,7 @@ func TestReconcileDefaultsAndPolicy(t *testing.T) {
 	cfg, err := Load(writeFile(t, svc("reconcile: {auto_fix: {missing_remote: false}, compare: {order: [title, total]}}")), Overrides{})
 	require.NoError(t, err)
 	r := cfg.Services["crm"].Reconcile
-	require.Equal(t, 24*time.Hour, r.Every)
+	require.Equal(t, time.Hour, r.Every, "README: reconcile.every is 1h")
 	require.Equal(t, 100, r.MaxFixes)
 	require.False(t, r.Fixes("missing_remote"), "named kinds follow the setting")
 	require.True(t, r.Fixes("never_synced"), "others keep the default: fix")

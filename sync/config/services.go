@@ -43,8 +43,7 @@ type Service struct {
 
 // Reconcile shapes the reconciliation of one service.
 type Reconcile struct {
-	// Every is how often the scheduler reconciles the service (default 1h;
-	// see Period).
+	// Every is how often the scheduler reconciles the service (default 1h).
 	Every time.Duration `yaml:"every"`
 	// Manual turns the schedule off: runs start only on demand.
 	Manual bool `yaml:"manual"`
@@ -111,13 +110,14 @@ type Object struct {
 	List    string `yaml:"list"`   // "GET /deals?cursor={cursor}"; "" = cannot list
 }
 
-// Period is how often the scheduler reconciles the service: Every, or an
-// hour when it is not set.
+// defaultReconcileEvery is how often a service is reconciled when its
+// configuration does not say (README, reconcile.every).
+const defaultReconcileEvery = time.Hour
+
+// Period is how often the scheduler reconciles the service: Every, or the
+// default for a service that did not go through Complete.
 func (c Reconcile) Period() time.Duration {
-	if c.Every <= 0 {
-		return time.Hour
-	}
-	return c.Every
+	return cmp.Or(max(c.Every, 0), defaultReconcileEvery)
 }
 
 // ComparedFields names the fields of a record's payload that are compared
@@ -193,7 +193,7 @@ func (s *Service) applyDefaults() {
 		s.Retry.Max = 15 * time.Minute
 	}
 	if s.Reconcile.Every == 0 {
-		s.Reconcile.Every = 24 * time.Hour
+		s.Reconcile.Every = defaultReconcileEvery
 	}
 	if s.Reconcile.MaxFixes == 0 {
 		s.Reconcile.MaxFixes = 100
