@@ -22,6 +22,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/migrations"
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dsn"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
@@ -292,7 +293,7 @@ func (c *cli) printStart(cfg config.Config, db *gorm.DB, addr string, log *slog.
 	if cfg.TLS.CertFile != "" {
 		scheme = "https"
 	}
-	fmt.Fprintf(c.stdout, "syncdesk %s is running at %s://%s (database %s)\n", buildVersion(), scheme, addr, models.RedactDSN(cfg.DB))
+	fmt.Fprintf(c.stdout, "syncdesk %s is running at %s://%s (database %s)\n", buildVersion(), scheme, addr, dsn.Redact(cfg.DB))
 	if cfg.Demo {
 		fmt.Fprintf(c.stdout, "Demo mode: sandbox CRM at %s and payment provider at %s, with faults on; records are seeded.\n",
 			cfg.Services["crm"].BaseURL, cfg.Services["payments"].BaseURL)

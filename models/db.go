@@ -3,12 +3,12 @@ package models
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/syncdesk/syncdesk/models/dsn"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -17,54 +17,9 @@ import (
 
 // Dialects syncdesk runs on.
 const (
-	SQLite   = "sqlite"
-	Postgres = "postgres"
+	SQLite   = dsn.SQLite
+	Postgres = dsn.Postgres
 )
-
-// ParseDSN splits a --db value into its dialect and the driver's DSN. It
-// accepts "sqlite:PATH" and "postgres://…" (or "postgresql://…").
-func ParseDSN(v string) (dialect, dsn string, err error) {
-	switch {
-	case strings.HasPrefix(v, "sqlite:"):
-		path := strings.TrimPrefix(v, "sqlite:")
-		if path == "" {
-			return "", "", errors.New("sqlite: needs a file path, e.g. sqlite:./syncdesk.db")
-		}
-		return SQLite, path, nil
-	case strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
-		// url.Parse's error quotes the whole URL, password and all: say
-		// what is wrong without it.
-		if _, err := url.Parse(v); err != nil {
-			return "", "", errors.New("the postgres URL cannot be read: escape special characters in the user name and password (% as %25, @ as %40, : as %3A, / as %2F)")
-		}
-		return Postgres, v, nil
-	}
-	// Not echoed: a key=value DSN carries its password in the clear.
-	return "", "", errors.New("the database must be sqlite:PATH or a postgres:// URL")
-}
-
-// RedactDSN hides the password in a database URL — in its user part or as
-// a password query parameter — so that it can be printed.
-func RedactDSN(v string) string {
-	if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
-		return v // sqlite:PATH carries no secret
-	}
-	u, err := url.Parse(v)
-	if err != nil {
-		return "postgres://(a URL that cannot be read)"
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	q := u.Query()
-	for k := range q {
-		if strings.Contains(strings.ToLower(k), "password") {
-			q.Set(k, "xxxxx")
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
 
 // Open connects to the database named by a --db value.
 //
@@ -85,7 +40,7 @@ func RedactDSN(v string) string {
 // not send again. The engine claims and finishes links in batches, so the
 // sync per commit costs it little.
 func Open(v string) (*gorm.DB, error) {
-	dialect, dsn, err := ParseDSN(v)
+	dialect, source, err := dsn.Parse(v)
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +53,9 @@ func Open(v string) (*gorm.DB, error) {
 	var db *gorm.DB
 	switch dialect {
 	case SQLite:
-		db, err = gorm.Open(sqlite.Open(sqliteDSN(dsn)), cfg)
+		db, err = gorm.Open(sqlite.Open(sqliteDSN(source)), cfg)
 	case Postgres:
-		db, err = gorm.Open(postgres.Open(dsn), cfg)
+		db, err = gorm.Open(postgres.Open(source), cfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)

@@ -5,23 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
-
-// Discrepancy kinds: what a reconciliation run found wrong with one key.
-const (
-	KindMissingRemote   = "missing_remote"    // a successful link whose object the provider no longer has
-	KindUnlinkedRemote  = "unlinked_remote"   // an object carrying our key that no link points at
-	KindDuplicateRemote = "duplicate_remote"  // two or more objects carrying one key
-	KindFieldMismatch   = "field_mismatch"    // the object differs from the record's desired state
-	KindNeverSynced     = "never_synced"      // a routed record that never reached the provider
-	KindFailedButExists = "failed_but_exists" // a failed link whose object exists after all
-)
-
-// DiscrepancyKinds lists every kind in the order pages show them.
-var DiscrepancyKinds = []string{KindMissingRemote, KindUnlinkedRemote, KindDuplicateRemote,
-	KindFieldMismatch, KindNeverSynced, KindFailedButExists}
 
 // Discrepancy statuses.
 const (
@@ -249,7 +236,7 @@ type RunDetail struct {
 	Run         ReconciliationRun
 	ConfirmedBy string
 	ConfirmedAt *time.Time
-	Kinds       []KindCount // one per kind, in DiscrepancyKinds order, zeros included
+	Kinds       []KindCount // one per kind, in discrepancy.Kinds order, zeros included
 	All         KindCount   // the totals (Kind "")
 	// SupersededBy is the newer run that made this one's findings out of
 	// date while it awaited confirmation (see SupersededBy); 0 if none.
@@ -291,7 +278,7 @@ func RunDetailOf(db *gorm.DB, run *ReconciliationRun) (*RunDetail, error) {
 		return nil, fmt.Errorf("count discrepancies of run %d: %w", id, err)
 	}
 	byKind := map[string]*KindCount{}
-	for _, k := range DiscrepancyKinds {
+	for _, k := range discrepancy.Kinds {
 		d.Kinds = append(d.Kinds, KindCount{Kind: k})
 	}
 	for i := range d.Kinds {

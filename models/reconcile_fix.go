@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -40,15 +41,15 @@ func ApplyFix(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error) {
 	var applied bool
 	var err error
 	switch {
-	case f.Kind == KindMissingRemote && f.LinkID != nil:
+	case f.Kind == discrepancy.MissingRemote && f.LinkID != nil:
 		applied, err = recreateLink(tx, run, f, now)
-	case f.Kind == KindFieldMismatch && f.LinkID != nil:
+	case f.Kind == discrepancy.FieldMismatch && f.LinkID != nil:
 		applied, err = requeueLink(tx, run, f, now)
-	case f.Kind == KindFailedButExists && f.LinkID != nil:
+	case f.Kind == discrepancy.FailedButExists && f.LinkID != nil:
 		applied, err = adoptLink(tx, run, f, StatusFailed, now)
-	case f.Kind == KindUnlinkedRemote && f.LinkID != nil:
+	case f.Kind == discrepancy.UnlinkedRemote && f.LinkID != nil:
 		applied, err = adoptLink(tx, run, f, StatusSuccess, now)
-	case f.Kind == KindUnlinkedRemote, f.Kind == KindNeverSynced:
+	case f.Kind == discrepancy.UnlinkedRemote, f.Kind == discrepancy.NeverSynced:
 		applied, err = insertLink(tx, run, f, now)
 	default:
 		return false, fmt.Errorf("discrepancy %d: no fix for %s", f.ID, f.Kind)
@@ -135,14 +136,14 @@ func insertLink(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error)
 	l := Link{LocalType: f.LocalType, LocalID: f.LocalID, ExternalService: run.Service, ExternalKey: f.ExternalKey,
 		ExternalID: f.ExternalIDs, Status: status, NextAttemptAt: now, PushedHash: f.RecordHash,
 		IdempotencyKey: f.LocalType + "-" + f.LocalID + "-create", CreatedAt: now, UpdatedAt: now}
-	if f.Kind == KindNeverSynced {
+	if f.Kind == discrepancy.NeverSynced {
 		l.ExternalID, l.PushedHash, l.Status = "", "", StatusNew
 	}
 	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&l)
 	if res.Error != nil || res.RowsAffected == 0 {
 		return false, res.Error
 	}
-	if f.Kind == KindUnlinkedRemote {
+	if f.Kind == discrepancy.UnlinkedRemote {
 		return true, logAdoption(tx, run, f, l.ID, 1, now)
 	}
 	return true, nil

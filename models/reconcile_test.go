@@ -1,9 +1,8 @@
 package models_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 )
 
 // seedRuns makes a finished run per service and gives the last one
@@ -29,12 +29,12 @@ func seedRuns(t *testing.T, db *gorm.DB) int64 {
 	}
 	var fs []models.Finding
 	for i := range 7 {
-		kind, status := models.KindNeverSynced, models.DiscrepancyFixed
+		kind, status := discrepancy.NeverSynced, models.DiscrepancyFixed
 		switch {
 		case i < 2:
-			kind, status = models.KindDuplicateRemote, models.DiscrepancyReported
+			kind, status = discrepancy.DuplicateRemote, models.DiscrepancyReported
 		case i < 3:
-			kind, status = models.KindMissingRemote, models.DiscrepancyOpen
+			kind, status = discrepancy.MissingRemote, models.DiscrepancyOpen
 		}
 		fs = append(fs, models.Finding{RunID: last, Kind: kind, Status: status, LocalType: "order", LocalID: fmt.Sprint(i),
 			ExternalKey: fmt.Sprintf("site_order_%d", i), ExternalIDs: "=HYPERLINK(\"x\"),deal_2", Detail: "a, \"quoted\" detail",
@@ -58,13 +58,13 @@ func TestRunQueries(t *testing.T) {
 
 		d, err := models.RunDetailByID(db, id)
 		require.NoError(t, err)
-		require.Len(t, d.Kinds, len(models.DiscrepancyKinds), "every kind, zeros included")
+		require.Len(t, d.Kinds, len(discrepancy.Kinds), "every kind, zeros included")
 		require.Equal(t, models.KindCount{Open: 1, Fixed: 4, Reported: 2, Total: 7}, d.All)
 		for _, k := range d.Kinds {
 			want := map[string]models.KindCount{
-				models.KindDuplicateRemote: {Kind: models.KindDuplicateRemote, Reported: 2, Total: 2},
-				models.KindMissingRemote:   {Kind: models.KindMissingRemote, Open: 1, Total: 1},
-				models.KindNeverSynced:     {Kind: models.KindNeverSynced, Fixed: 4, Total: 4},
+				discrepancy.DuplicateRemote: {Kind: discrepancy.DuplicateRemote, Reported: 2, Total: 2},
+				discrepancy.MissingRemote:   {Kind: discrepancy.MissingRemote, Open: 1, Total: 1},
+				discrepancy.NeverSynced:     {Kind: discrepancy.NeverSynced, Fixed: 4, Total: 4},
 			}[k.Kind]
 			want.Kind = k.Kind
 			require.Equal(t, want, k)
@@ -74,12 +74,12 @@ func TestRunQueries(t *testing.T) {
 	})
 }
 
-func TestDiscrepancyPagesAndCSV(t *testing.T) {
+func TestDiscrepancyPages(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		id := seedRuns(t, db)
 		var seen []string
 		for after := int64(0); ; {
-			page, err := models.ListDiscrepancies(db, models.DiscrepancyFilter{RunID: id, Kind: models.KindNeverSynced, AfterID: after, Limit: 3})
+			page, err := models.ListDiscrepancies(db, models.DiscrepancyFilter{RunID: id, Kind: discrepancy.NeverSynced, AfterID: after, Limit: 3})
 			require.NoError(t, err)
 			for _, d := range page {
 				seen = append(seen, d.LocalID)
@@ -93,45 +93,55 @@ func TestDiscrepancyPagesAndCSV(t *testing.T) {
 		open, err := models.ListDiscrepancies(db, models.DiscrepancyFilter{RunID: id, Status: models.DiscrepancyOpen})
 		require.NoError(t, err)
 		require.Len(t, open, 1)
-
-		var buf bytes.Buffer
-		require.NoError(t, models.ExportDiscrepanciesCSV(context.Background(), db, models.DiscrepancyFilter{RunID: id}, &buf))
-		rows, err := csv.NewReader(&buf).ReadAll()
-		require.NoError(t, err)
-		require.Len(t, rows, 8, "a header and seven rows")
-		require.Equal(t, models.DiscrepancyCSVHeader, rows[0])
-		require.Equal(t, "'=HYPERLINK(\"x\"),deal_2", rows[1][7], "a formula from a provider is defused")
-		require.Equal(t, "a, \"quoted\" detail", rows[1][9])
-
-		buf.Reset()
-		require.NoError(t, models.ExportDiscrepanciesCSV(context.Background(), db,
-			models.DiscrepancyFilter{RunID: id, Kind: models.KindDuplicateRemote}, &buf))
-		rows, err = csv.NewReader(&buf).ReadAll()
-		require.NoError(t, err)
-		require.Len(t, rows, 3, "filtered by kind")
 	})
 }
 
-// An export longer than one batch streams every row once.
-func TestCSVExportSpansBatches(t *testing.T) {
-	db := dbtest.SQLite(t)
-	now := time.Now().UTC()
-	r := models.ReconciliationRun{Service: "crm", StartedAt: now, HeartbeatAt: &now}
-	require.NoError(t, models.StartRun(db, &r))
-	fs := make([]models.Finding, 1234)
-	for i := range fs {
-		fs[i] = models.Finding{RunID: r.ID, Kind: models.KindNeverSynced, Status: models.DiscrepancyOpen,
-			LocalType: "order", LocalID: fmt.Sprint(i), CreatedAt: now}
-	}
-	require.NoError(t, models.InsertFindings(db, fs))
-	var buf bytes.Buffer
-	require.NoError(t, models.ExportDiscrepanciesCSV(context.Background(), db, models.DiscrepancyFilter{RunID: r.ID}, &buf))
-	rows, err := csv.NewReader(&buf).ReadAll()
-	require.NoError(t, err)
-	require.Len(t, rows, 1235)
-	ids := map[string]bool{}
-	for _, row := range rows[1:] {
-		ids[row[5]] = true
-	}
-	require.Len(t, ids, 1234, "no row twice, none missing")
+// An export longer than one batch streams every row once, in id order,
+// filtered as asked.
+func TestEachDiscrepancyBatchSpansBatches(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := time.Now().UTC()
+		r := models.ReconciliationRun{Service: "crm", StartedAt: now, HeartbeatAt: &now}
+		require.NoError(t, models.StartRun(db, &r))
+		fs := make([]models.Finding, 1234)
+		for i := range fs {
+			kind := discrepancy.NeverSynced
+			if i%10 == 0 {
+				kind = discrepancy.MissingRemote
+			}
+			fs[i] = models.Finding{RunID: r.ID, Kind: kind, Status: models.DiscrepancyOpen,
+				LocalType: "order", LocalID: fmt.Sprint(i), CreatedAt: now}
+		}
+		require.NoError(t, models.InsertFindings(db, fs))
+		var sizes []int
+		var last int64
+		ids := map[string]bool{}
+		require.NoError(t, models.EachDiscrepancyBatch(context.Background(), db, models.DiscrepancyFilter{RunID: r.ID},
+			func(batch []models.Discrepancy) error {
+				sizes = append(sizes, len(batch))
+				for _, d := range batch {
+					require.Greater(t, d.ID, last, "in id order")
+					last = d.ID
+					ids[d.LocalID] = true
+				}
+				return nil
+			}))
+		require.Equal(t, []int{500, 500, 234}, sizes)
+		require.Len(t, ids, 1234, "no row twice, none missing")
+
+		var missing int
+		require.NoError(t, models.EachDiscrepancyBatch(context.Background(), db,
+			models.DiscrepancyFilter{RunID: r.ID, Kind: discrepancy.MissingRemote}, func(batch []models.Discrepancy) error {
+				missing += len(batch)
+				return nil
+			}))
+		require.Equal(t, 124, missing, "filtered by kind")
+
+		stop := errors.New("the client went away")
+		calls := 0
+		err := models.EachDiscrepancyBatch(context.Background(), db, models.DiscrepancyFilter{RunID: r.ID},
+			func([]models.Discrepancy) error { calls++; return stop })
+		require.ErrorIs(t, err, stop)
+		require.Equal(t, 1, calls, "the first error stops the export")
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
@@ -73,7 +74,7 @@ func TestBrowserTheDemoPages(t *testing.T) {
 	pay, err := rec.Run(context.Background(), "payments", reconcile.RunOptions{TriggeredBy: "scheduler", DryRun: true})
 	require.NoError(t, err)
 	var mismatched []string
-	require.NoError(t, db.Model(&models.Discrepancy{}).Where("run_id = ? AND kind = ?", pay.ID, models.KindFieldMismatch).
+	require.NoError(t, db.Model(&models.Discrepancy{}).Where("run_id = ? AND kind = ?", pay.ID, discrepancy.FieldMismatch).
 		Pluck("detail", &mismatched).Error)
 	require.Empty(t, mismatched, "a demo payment differs from the provider's only in fields the provider owns")
 	require.NoError(t, models.RefreshStats(db, clk.Now()))

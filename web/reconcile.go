@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/views"
 )
@@ -120,7 +121,7 @@ func runID(c echo.Context) (int64, error) {
 // discrepancyFilter reads the kind and status filters of a run's discrepancies.
 func discrepancyFilter(c echo.Context, id int64) (models.DiscrepancyFilter, error) {
 	f := models.DiscrepancyFilter{RunID: id, Kind: c.QueryParam("kind"), Status: c.QueryParam("status")}
-	if f.Kind != "" && !oneOf(f.Kind, models.DiscrepancyKinds...) {
+	if f.Kind != "" && !oneOf(f.Kind, discrepancy.Kinds...) {
 		return f, errBadRequest("There is no kind of discrepancy called " + strconv.Quote(f.Kind) + ".")
 	}
 	if f.Status != "" && !oneOf(f.Status, models.DiscrepancyOpen, models.DiscrepancyFixed, models.DiscrepancyReported) {
@@ -221,7 +222,7 @@ func (s *Server) discrepancyRow(x models.Discrepancy) views.DiscrepancyRow {
 	}
 	if x.LocalType != "" && x.LocalID != "" {
 		row.HasRecord = true
-		if x.Kind == models.KindUnlinkedRemote || x.Kind == models.KindDuplicateRemote {
+		if x.Kind == discrepancy.UnlinkedRemote || x.Kind == discrepancy.DuplicateRemote {
 			_, err := models.RecordByKey(s.db, x.LocalType, x.LocalID)
 			row.HasRecord = err == nil
 		}
@@ -322,7 +323,7 @@ func (s *Server) exportDiscrepancies(c echo.Context) error {
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Response().WriteHeader(http.StatusOK)
-	if err := models.ExportDiscrepanciesCSV(c.Request().Context(), s.db, f, c.Response()); err != nil {
+	if err := writeDiscrepanciesCSV(c.Request().Context(), s.db, f, c.Response()); err != nil {
 		// The header is gone; all that is left is to log it.
 		s.log.Error("export discrepancies", "run", id, "err", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/web/browsertest"
 )
@@ -86,13 +87,13 @@ func TestBrowserReconcileRunProgressReportAndCSV(t *testing.T) {
 	require.Contains(t, disposition, "attachment")
 	rows, err := csv.NewReader(strings.NewReader(data)).ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, models.DiscrepancyCSVHeader, rows[0])
+	require.Equal(t, discrepancyCSVHeader, rows[0])
 	kinds := map[string][]string{}
 	for _, r := range rows[1:] {
 		kinds[r[2]] = append(kinds[r[2]], r[5])
 	}
-	require.ElementsMatch(t, []string{"3", "7", "11"}, kinds[models.KindMissingRemote])
-	require.ElementsMatch(t, []string{"40", "41"}, kinds[models.KindNeverSynced])
+	require.ElementsMatch(t, []string{"3", "7", "11"}, kinds[discrepancy.MissingRemote])
+	require.ElementsMatch(t, []string{"40", "41"}, kinds[discrepancy.NeverSynced])
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+"/reconcile"), chromedp.WaitVisible(testid("runs-table"))))
 	require.Contains(t, textOf(t, ctx, testid("runs-table")), "Completed")

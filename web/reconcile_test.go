@@ -20,6 +20,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
@@ -253,10 +254,10 @@ func seedRun(t *testing.T, db *gorm.DB, now time.Time, n int) int64 {
 	require.NoError(t, db.Model(&run).Updates(map[string]any{"status": models.RunCompleted, "finished_at": fin,
 		"scanned": n, "expected": n}).Error)
 	for i := range n {
-		d := models.Discrepancy{RunID: run.ID, Kind: models.KindMissingRemote, Status: models.DiscrepancyFixed,
+		d := models.Discrepancy{RunID: run.ID, Kind: discrepancy.MissingRemote, Status: models.DiscrepancyFixed,
 			LocalType: "order", LocalID: fmt.Sprint(i), ExternalKey: fmt.Sprintf("site_order_%d", i), Detail: "gone", CreatedAt: now}
 		if i%2 == 1 {
-			d.Kind, d.Status, d.ExternalIDs = models.KindDuplicateRemote, models.DiscrepancyReported, fmt.Sprintf("deal_%da,deal_%db", i, i)
+			d.Kind, d.Status, d.ExternalIDs = discrepancy.DuplicateRemote, models.DiscrepancyReported, fmt.Sprintf("deal_%da,deal_%db", i, i)
 		}
 		require.NoError(t, db.Create(&d).Error)
 	}
@@ -300,7 +301,7 @@ func TestReconcileRunPageFiltersPagesAndExports(t *testing.T) {
 		require.Equal(t, fmt.Sprintf(`attachment; filename="reconcile-crm-run-%d.csv"`, id), r.header.Get("Content-Disposition"))
 		rows, err := csv.NewReader(strings.NewReader(r.body)).ReadAll()
 		require.NoError(t, err)
-		require.Equal(t, models.DiscrepancyCSVHeader, rows[0])
+		require.Equal(t, discrepancyCSVHeader, rows[0])
 		require.Len(t, rows, 116)
 		require.Equal(t, "duplicate_remote", rows[1][2])
 		require.Equal(t, "deal_1a,deal_1b", rows[1][7])
@@ -456,7 +457,7 @@ func TestReconcilePagesSayKindsInWords(t *testing.T) {
 		run := models.ReconciliationRun{Service: "crm", TriggeredBy: "test", StartedAt: now, HeartbeatAt: &now}
 		require.NoError(t, models.StartRun(db, &run))
 		require.NoError(t, models.FinishRun(db, run.ID, models.RunCompleted, "", now))
-		for i, k := range models.DiscrepancyKinds {
+		for i, k := range discrepancy.Kinds {
 			require.NoError(t, db.Create(&models.Discrepancy{RunID: run.ID, Kind: k, Status: models.DiscrepancyReported,
 				LocalType: "order", LocalID: fmt.Sprint(i), ExternalKey: fmt.Sprintf("site_order_%d", i), Detail: "found", CreatedAt: now}).Error)
 		}
@@ -511,7 +512,7 @@ func TestReconcileCountsAgreeAcrossPages(t *testing.T) {
 		for st, n := range statuses {
 			for range n {
 				i++
-				require.NoError(t, db.Create(&models.Discrepancy{RunID: run.ID, Kind: models.KindNeverSynced, Status: st,
+				require.NoError(t, db.Create(&models.Discrepancy{RunID: run.ID, Kind: discrepancy.NeverSynced, Status: st,
 					LocalType: "order", LocalID: fmt.Sprint(i), ExternalKey: fmt.Sprintf("site_order_%d", i), Detail: "found", CreatedAt: now}).Error)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/migrations"
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dsn"
 )
 
 // EnvPostgres names the environment variable holding the test server's URL.
@@ -93,7 +94,7 @@ func open(t testing.TB, v string) *gorm.DB {
 	t.Helper()
 	db, err := models.Open(v)
 	if err != nil {
-		t.Fatalf("open %s: %v", models.RedactDSN(v), err)
+		t.Fatalf("open %s: %v", dsn.Redact(v), err)
 	}
 	t.Cleanup(func() { _ = models.Close(db) })
 	if _, err := migrations.Apply(db); err != nil {

@@ -14,9 +14,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/syncdesk/syncdesk/models/dsn"
 	"gopkg.in/yaml.v3"
-
-	"github.com/syncdesk/syncdesk/models"
 )
 
 // Config is everything syncdesk can be told.
@@ -187,7 +186,7 @@ func (c Config) Validate() error {
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
 		bad("addr", "%q is not host:port (e.g. 127.0.0.1:8080)", c.Addr)
 	}
-	if _, _, err := models.ParseDSN(c.DB); err != nil {
+	if _, _, err := dsn.Parse(c.DB); err != nil {
 		bad("db", "%v", err)
 	}
 	for _, d := range []struct {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 )
 
 // Service is one external system syncdesk pushes records to, configured
@@ -65,7 +65,7 @@ func (r Reconcile) Fixes(kind string) bool {
 	if v, ok := r.AutoFix[kind]; ok {
 		return v
 	}
-	return kind != models.KindDuplicateRemote
+	return kind != discrepancy.DuplicateRemote
 }
 
 // Webhook says how a service signs its webhooks and what they do.
@@ -342,10 +342,10 @@ func (r Reconcile) validate(name string, objects map[string]Object) []error {
 		bad("max_fixes", "must be at least 1, got %d", r.MaxFixes)
 	}
 	for _, kind := range slices.Sorted(maps.Keys(r.AutoFix)) {
-		if !slices.Contains(models.DiscrepancyKinds, kind) {
-			bad("auto_fix."+kind, "not a discrepancy kind (%s)", strings.Join(models.DiscrepancyKinds, ", "))
+		if !slices.Contains(discrepancy.Kinds, kind) {
+			bad("auto_fix."+kind, "not a discrepancy kind (%s)", strings.Join(discrepancy.Kinds, ", "))
 		}
-		if kind == models.KindDuplicateRemote && r.AutoFix[kind] {
+		if kind == discrepancy.DuplicateRemote && r.AutoFix[kind] {
 			bad("auto_fix."+kind, "a duplicate needs a person to choose which object to keep; it can only be reported")
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/redact"
@@ -81,7 +82,7 @@ func benchReconcile(b *testing.B, db *gorm.DB, url string) {
 		require.EqualValues(b, 2*benchN-benchN/100, run.Scanned, "every listed object and every record")
 		d, err := models.RunDetailByID(db, run.ID)
 		require.NoError(b, err)
-		require.Equal(b, map[string]int64{models.KindFieldMismatch: benchN / 100, models.KindMissingRemote: benchN / 100}, totals(d))
+		require.Equal(b, map[string]int64{discrepancy.FieldMismatch: benchN / 100, discrepancy.MissingRemote: benchN / 100}, totals(d))
 		b.ReportMetric(float64(peakInuse)/(1<<20), "peak-heapinuse-MB")
 		b.ReportMetric(float64(peakAlloc)/(1<<20), "peak-heapalloc-MB")
 		b.ReportMetric(float64(base)/(1<<20), "before-heapinuse-MB")

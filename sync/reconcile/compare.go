@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 )
 
 // compareAll walks the records of each listed type in batches, each with
@@ -125,10 +126,10 @@ func (rn *run) remoteOnlyFinding(k models.RemoteOnly) models.Finding {
 	sort.Strings(ids)
 	v := verdict{f: models.Finding{LocalType: k.LocalType, LocalID: k.LocalID, ExternalKey: k.ExternalKey,
 		ExternalIDs: strings.Join(ids, ",")}}
-	v.f.Kind, v.f.Detail = models.KindUnlinkedRemote, fmt.Sprintf(
+	v.f.Kind, v.f.Detail = discrepancy.UnlinkedRemote, fmt.Sprintf(
 		"%s has %s carrying our key %s, but there is no record %s/%s to link it to.", rn.svc.Name, ids[0], k.ExternalKey, k.LocalType, k.LocalID)
 	if k.N > 1 {
-		v.f.Kind, v.f.Detail = models.KindDuplicateRemote, fmt.Sprintf(
+		v.f.Kind, v.f.Detail = discrepancy.DuplicateRemote, fmt.Sprintf(
 			"%d objects in %s carry the key %s (%s), and there is no record %s/%s: a person must decide.",
 			k.N, rn.svc.Name, k.ExternalKey, strings.Join(ids, ", "), k.LocalType, k.LocalID)
 	}

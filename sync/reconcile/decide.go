@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 )
 
 // subject is one record as the compare phase sees it: its link to the
@@ -53,7 +54,7 @@ func decide(s subject, t objectType, service string) (verdict, bool) {
 	}
 	switch {
 	case len(s.remotes) > 1:
-		return v.with(models.KindDuplicateRemote, false, "%d objects in %s carry the key %s (%s): a person must decide which one to keep.",
+		return v.with(discrepancy.DuplicateRemote, false, "%d objects in %s carry the key %s (%s): a person must decide which one to keep.",
 			len(ids), service, v.f.ExternalKey, strings.Join(ids, ", "))
 	case s.link == nil:
 		return decideUnlinked(v, s, t, service)
@@ -72,11 +73,11 @@ func decide(s subject, t objectType, service string) (verdict, bool) {
 // decideUnlinked: a record with no link to the service.
 func decideUnlinked(v verdict, s subject, t objectType, service string) (verdict, bool) {
 	if len(s.remotes) == 0 {
-		return v.with(models.KindNeverSynced, true, "No link to %s: a create will be queued.", service)
+		return v.with(discrepancy.NeverSynced, true, "No link to %s: a create will be queued.", service)
 	}
 	r := s.remotes[0]
 	v.f.ExternalKey = r.key
-	return adoption(v, s, t, models.KindUnlinkedRemote, fmt.Sprintf("%s has %s carrying our key %s, and no link points at it.",
+	return adoption(v, s, t, discrepancy.UnlinkedRemote, fmt.Sprintf("%s has %s carrying our key %s, and no link points at it.",
 		service, r.id, r.key))
 }
 
@@ -85,19 +86,19 @@ func decideSuccess(v verdict, s subject, t objectType, service string) (verdict,
 	l := s.link
 	if len(s.remotes) == 0 {
 		if s.linkIDSeen {
-			return v.with(models.KindFieldMismatch, true, "%s's %s no longer carries our key %s: the record will be pushed again.",
+			return v.with(discrepancy.FieldMismatch, true, "%s's %s no longer carries our key %s: the record will be pushed again.",
 				service, l.externalID, l.key)
 		}
-		return v.with(models.KindMissingRemote, true, "%s has no object with the key %s (the link points at %s): it will be created anew.",
+		return v.with(discrepancy.MissingRemote, true, "%s has no object with the key %s (the link points at %s): it will be created anew.",
 			service, l.key, l.externalID)
 	}
 	r := s.remotes[0]
 	if r.id != l.externalID {
-		return adoption(v, s, t, models.KindUnlinkedRemote, fmt.Sprintf("The link points at %s, but the object carrying our key %s is %s.",
+		return adoption(v, s, t, discrepancy.UnlinkedRemote, fmt.Sprintf("The link points at %s, but the object carrying our key %s is %s.",
 			l.externalID, r.key, r.id))
 	}
 	if differ := diffFields(s.payload, r.fields, t); len(differ) > 0 {
-		return v.with(models.KindFieldMismatch, true, "%s's %s differs from the record in %s: the record will be pushed again.",
+		return v.with(discrepancy.FieldMismatch, true, "%s's %s differs from the record in %s: the record will be pushed again.",
 			service, r.id, strings.Join(differ, ", "))
 	}
 	return v, false
@@ -110,7 +111,7 @@ func decideFailed(v verdict, s subject, t objectType, service string) (verdict, 
 		if l.externalID == "" && !s.linkIDSeen {
 			// Not re-queued on its own: the failure may be permanent, and the
 			// failed list is where a person retries it once the cause is fixed.
-			return v.with(models.KindNeverSynced, false, "The link failed and %s has no object with the key %s: retry it from the failed list once the cause is fixed (%s).",
+			return v.with(discrepancy.NeverSynced, false, "The link failed and %s has no object with the key %s: retry it from the failed list once the cause is fixed (%s).",
 				service, l.key, l.lastError)
 		}
 		return v, false
@@ -118,10 +119,10 @@ func decideFailed(v verdict, s subject, t objectType, service string) (verdict, 
 	r := s.remotes[0]
 	switch {
 	case l.externalID == "":
-		return adoption(v, s, t, models.KindFailedButExists, fmt.Sprintf("The link failed (%s), but %s has %s carrying our key %s.",
+		return adoption(v, s, t, discrepancy.FailedButExists, fmt.Sprintf("The link failed (%s), but %s has %s carrying our key %s.",
 			l.lastError, service, r.id, r.key))
 	case l.externalID == r.id && len(diffFields(s.payload, r.fields, t)) == 0:
-		return adoption(v, s, t, models.KindFailedButExists, fmt.Sprintf("The link failed (%s), but %s's %s already holds the record.",
+		return adoption(v, s, t, discrepancy.FailedButExists, fmt.Sprintf("The link failed (%s), but %s's %s already holds the record.",
 			l.lastError, service, r.id))
 	}
 	return v, false // a failed update of an object that differs: the failed list's business

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 )
 
 func orderType(t *testing.T, compare []string) objectType {
@@ -41,20 +42,20 @@ func TestDecide(t *testing.T) {
 		adoptsAs string // RecordHash expected on an adoption
 	}{
 		{"two objects, one key", subject{remotes: append(remote("deal_1", same), remote("deal_2", same)...), link: success("deal_1")},
-			nil, models.KindDuplicateRemote, false, ""},
-		{"no link, no object", subject{}, nil, models.KindNeverSynced, true, ""},
-		{"no link, our object holds the record", subject{remotes: remote("deal_1", same)}, nil, models.KindUnlinkedRemote, true, "h1"},
-		{"no link, our object differs", subject{remotes: remote("deal_1", differs)}, nil, models.KindUnlinkedRemote, true, ""},
+			nil, discrepancy.DuplicateRemote, false, ""},
+		{"no link, no object", subject{}, nil, discrepancy.NeverSynced, true, ""},
+		{"no link, our object holds the record", subject{remotes: remote("deal_1", same)}, nil, discrepancy.UnlinkedRemote, true, "h1"},
+		{"no link, our object differs", subject{remotes: remote("deal_1", differs)}, nil, discrepancy.UnlinkedRemote, true, ""},
 		{"in sync; 10.50 and 10.5 are one amount", subject{link: success("deal_1"), remotes: remote("deal_1", same)}, nil, "", false, ""},
-		{"a field differs", subject{link: success("deal_1"), remotes: remote("deal_1", differs)}, nil, models.KindFieldMismatch, true, ""},
+		{"a field differs", subject{link: success("deal_1"), remotes: remote("deal_1", differs)}, nil, discrepancy.FieldMismatch, true, ""},
 		{"a field not compared differs", subject{link: success("deal_1"), remotes: remote("deal_1", differs)}, []string{"total"}, "", false, ""},
-		{"object gone", subject{link: success("deal_1")}, nil, models.KindMissingRemote, true, ""},
-		{"object lost our key", subject{link: success("deal_1"), linkIDSeen: true}, nil, models.KindFieldMismatch, true, ""},
-		{"key carried by another object", subject{link: success("deal_1"), remotes: remote("deal_9", same)}, nil, models.KindUnlinkedRemote, true, "h1"},
-		{"failed create, object exists", subject{link: failed(""), remotes: remote("deal_1", same)}, nil, models.KindFailedButExists, true, "h1"},
-		{"failed create, object differs", subject{link: failed(""), remotes: remote("deal_1", differs)}, nil, models.KindFailedButExists, true, ""},
-		{"failed create, no object", subject{link: failed("")}, nil, models.KindNeverSynced, false, ""},
-		{"failed update, object holds the record", subject{link: failed("deal_1"), remotes: remote("deal_1", same)}, nil, models.KindFailedButExists, true, "h1"},
+		{"object gone", subject{link: success("deal_1")}, nil, discrepancy.MissingRemote, true, ""},
+		{"object lost our key", subject{link: success("deal_1"), linkIDSeen: true}, nil, discrepancy.FieldMismatch, true, ""},
+		{"key carried by another object", subject{link: success("deal_1"), remotes: remote("deal_9", same)}, nil, discrepancy.UnlinkedRemote, true, "h1"},
+		{"failed create, object exists", subject{link: failed(""), remotes: remote("deal_1", same)}, nil, discrepancy.FailedButExists, true, "h1"},
+		{"failed create, object differs", subject{link: failed(""), remotes: remote("deal_1", differs)}, nil, discrepancy.FailedButExists, true, ""},
+		{"failed create, no object", subject{link: failed("")}, nil, discrepancy.NeverSynced, false, ""},
+		{"failed update, object holds the record", subject{link: failed("deal_1"), remotes: remote("deal_1", same)}, nil, discrepancy.FailedButExists, true, "h1"},
 		{"failed update, object differs", subject{link: failed("deal_1"), remotes: remote("deal_1", differs)}, nil, "", false, ""},
 		{"being sent", subject{link: &linkView{id: 7, status: models.StatusProcessing}}, nil, "", false, ""},
 		{"queued", subject{link: &linkView{id: 7, status: models.StatusRetry}}, nil, "", false, ""},

@@ -7,13 +7,14 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 )
 
 // fixOrder applies the safest fixes first: adoptions only change our rows,
 // pushes update objects that exist, and re-creates (which add objects)
 // come last, so that a safety valve stops before them if anything.
-var fixOrder = []string{models.KindFailedButExists, models.KindUnlinkedRemote, models.KindFieldMismatch,
-	models.KindNeverSynced, models.KindMissingRemote}
+var fixOrder = []string{discrepancy.FailedButExists, discrepancy.UnlinkedRemote, discrepancy.FieldMismatch,
+	discrepancy.NeverSynced, discrepancy.MissingRemote}
 
 // fixAll applies the run's open fixes in batches, at most limit of them (a
 // negative limit: all). With fixes left beyond the limit the run is marked

@@ -14,6 +14,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
@@ -68,7 +69,7 @@ func TestStoppedRunEndsInterruptedAndTheNextCompletes(t *testing.T) {
 		d := e.reconcile(RunOptions{})
 		require.Equal(t, models.RunCompleted, d.Run.Status)
 		require.EqualValues(t, 40, d.Run.Scanned)
-		require.Equal(t, map[string]int64{models.KindUnlinkedRemote: 40}, totals(d), "objects of ours with no record: reported")
+		require.Equal(t, map[string]int64{discrepancy.UnlinkedRemote: 40}, totals(d), "objects of ours with no record: reported")
 		require.Equal(t, models.KindCount{Reported: 40, Total: 40}, d.All)
 	})
 }

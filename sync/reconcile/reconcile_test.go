@@ -12,6 +12,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 )
@@ -45,8 +46,8 @@ func TestDriftIsReportedFixedAndGone(t *testing.T) {
 
 		first := e.reconcile(RunOptions{TriggeredBy: "test"})
 		require.Equal(t, models.RunCompleted, first.Run.Status, first.Run.Error)
-		require.Equal(t, map[string]int64{models.KindMissingRemote: 3, models.KindFieldMismatch: 2, models.KindUnlinkedRemote: 1,
-			models.KindDuplicateRemote: 1, models.KindNeverSynced: 4, models.KindFailedButExists: 1}, totals(first))
+		require.Equal(t, map[string]int64{discrepancy.MissingRemote: 3, discrepancy.FieldMismatch: 2, discrepancy.UnlinkedRemote: 1,
+			discrepancy.DuplicateRemote: 1, discrepancy.NeverSynced: 4, discrepancy.FailedButExists: 1}, totals(first))
 		require.Equal(t, models.KindCount{Fixed: 11, Reported: 1, Total: 12}, first.All)
 		require.EqualValues(t, 11, first.Run.Fixed)
 		require.EqualValues(t, 12+17, first.Run.Scanned, "12 objects listed and 17 records compared")
@@ -54,7 +55,7 @@ func TestDriftIsReportedFixedAndGone(t *testing.T) {
 
 		e.settle()
 		second := e.reconcile(RunOptions{})
-		require.Equal(t, map[string]int64{models.KindDuplicateRemote: 1}, totals(second), "nothing fixable is left")
+		require.Equal(t, map[string]int64{discrepancy.DuplicateRemote: 1}, totals(second), "nothing fixable is left")
 		require.EqualValues(t, 1, second.All.Reported)
 		dup, err := models.ListDiscrepancies(db, models.DiscrepancyFilter{RunID: second.Run.ID})
 		require.NoError(t, err)
@@ -93,7 +94,7 @@ func TestLostResponseOrphanIsAdopted(t *testing.T) {
 		require.Equal(t, 1, e.crm.CountByKey(key(1)), "the create took effect")
 
 		d := e.reconcile(RunOptions{})
-		require.Equal(t, map[string]int64{models.KindFailedButExists: 1}, totals(d))
+		require.Equal(t, map[string]int64{discrepancy.FailedButExists: 1}, totals(d))
 		require.EqualValues(t, 1, d.All.Fixed)
 
 		l = e.link(1)
@@ -217,7 +218,7 @@ func TestDryRunFixesNothing(t *testing.T) {
 		d := e.reconcile(RunOptions{DryRun: true})
 		require.Equal(t, models.RunCompleted, d.Run.Status)
 		require.True(t, d.Run.DryRun)
-		require.Equal(t, map[string]int64{models.KindFieldMismatch: 1, models.KindNeverSynced: 1}, totals(d))
+		require.Equal(t, map[string]int64{discrepancy.FieldMismatch: 1, discrepancy.NeverSynced: 1}, totals(d))
 		require.Equal(t, models.KindCount{Open: 2, Total: 2}, d.All, "open: would be fixed")
 		require.EqualValues(t, 2, e.countLinks())
 		require.Equal(t, models.StatusSuccess, e.link(1).Status)
@@ -229,7 +230,7 @@ func TestPolicyAndComparedFields(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := setup(t, db, func(s *config.Service) {
-			s.Reconcile.AutoFix = map[string]bool{models.KindMissingRemote: false}
+			s.Reconcile.AutoFix = map[string]bool{discrepancy.MissingRemote: false}
 			s.Reconcile.Compare = map[string][]string{"order": {"title"}}
 		})
 		e.seedOrders(1, 3)
@@ -238,7 +239,7 @@ func TestPolicyAndComparedFields(t *testing.T) {
 		require.True(t, e.crm.SetField(ids[key(2)][0], "total", "999.00"), "not a compared field")
 		require.True(t, e.crm.SetField(ids[key(3)][0], "title", "Changed"))
 		d := e.reconcile(RunOptions{})
-		require.Equal(t, map[string]int64{models.KindMissingRemote: 1, models.KindFieldMismatch: 1}, totals(d))
+		require.Equal(t, map[string]int64{discrepancy.MissingRemote: 1, discrepancy.FieldMismatch: 1}, totals(d))
 		require.Equal(t, models.KindCount{Fixed: 1, Reported: 1, Total: 2}, d.All, "missing_remote reported only")
 		require.Equal(t, models.StatusSuccess, e.link(1).Status, "no re-create")
 	})
