@@ -24,6 +24,7 @@ import (
 	"github.com/syncdesk/syncdesk/migrations"
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
@@ -31,6 +32,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/seed"
 	"github.com/syncdesk/syncdesk/sync/services"
+	"github.com/syncdesk/syncdesk/views"
 )
 
 // The page benchmark answers the issue's question: how long the dashboard's
@@ -86,6 +88,7 @@ func benchPages(b *testing.B, db *gorm.DB) {
 		}
 		b.Logf("refreshing the aggregates, %s: %s", what, time.Since(start).Round(time.Millisecond))
 	}
+	addRuns(b, db)
 	timer, base, cookie := benchPagesServer(b, db)
 	client := &http.Client{Timeout: time.Minute}
 	for _, p := range benchPageURLs(b, db) {
@@ -250,7 +253,56 @@ func benchPageURLs(b *testing.B, db *gorm.DB) []benchPage {
 		{"links-search", searches, `data-testid="link-row-`},
 		{"link", details, `data-testid="attempts"`},
 		{"failed", []string{"/failed"}, `data-testid="failed-group-0"`},
+		{"services", []string{"/services"}, `data-testid="service-crm"`},
+		{"reconcile-runs", []string{"/reconcile"}, `data-testid="runs-next"`},
+		{"reconcile-run", []string{views.RunURL(seededRun(b, db, "crm"))}, `data-testid="disc-next"`},
 	}
+}
+
+// benchRuns is how many reconciliation runs the runs list benchmark sees:
+// more than a page of them (the seed makes one per service).
+const benchRuns = 60
+
+// addRuns tops the seeded reconciliation runs up to benchRuns, each with a
+// few discrepancies, so that the runs list has a full page to count.
+func addRuns(b testing.TB, db *gorm.DB) {
+	b.Helper()
+	var n int64
+	if err := db.Model(&models.ReconciliationRun{}).Count(&n).Error; err != nil {
+		b.Fatal(err)
+	}
+	at := benchNow.Add(-2 * time.Hour)
+	for i := n; i < benchRuns; i++ {
+		r := models.ReconciliationRun{Service: "erp", TriggeredBy: "scheduler", StartedAt: at, HeartbeatAt: &at}
+		if err := models.StartRun(db, &r); err != nil {
+			b.Fatal(err)
+		}
+		var fs []models.Finding
+		for j := range 7 {
+			kind, status := discrepancy.NeverSynced, models.DiscrepancyFixed
+			if j < 2 {
+				kind, status = discrepancy.DuplicateRemote, models.DiscrepancyReported
+			}
+			fs = append(fs, models.Finding{RunID: r.ID, Kind: kind, Status: status, LocalType: "invoice",
+				LocalID: fmt.Sprint(j), ExternalKey: fmt.Sprintf("site_invoice_%d", j), CreatedAt: at})
+		}
+		if err := models.InsertFindings(db, fs); err != nil {
+			b.Fatal(err)
+		}
+		if err := models.FinishRun(db, r.ID, models.RunCompleted, "", at.Add(time.Minute)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// seededRun is the id of the seed's reconciliation run of service.
+func seededRun(b testing.TB, db *gorm.DB, service string) int64 {
+	b.Helper()
+	var id int64
+	if err := db.Model(&models.ReconciliationRun{}).Where("service = ?", service).Select("MIN(id)").Scan(&id).Error; err != nil || id == 0 {
+		b.Fatalf("the seeded run of %s: %d, %v", service, id, err)
+	}
+	return id
 }
 
 // seededSQLite opens the SQLite file of n links, seeding it the first time.
@@ -341,18 +393,22 @@ func TestPagesOnSeededDatabase(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		require.NoError(t, seed.Fill(context.Background(), db, seed.Options{Links: 2000, Attempts: 10000, Now: benchNow}))
+		addRuns(t, db)
 		_, base, cookie := benchPagesServer(t, db)
 		client := &http.Client{Timeout: time.Minute}
 		var crm models.Link
 		require.NoError(t, db.Where("external_service = ? AND external_id <> ''", "crm").Order("id DESC").Take(&crm).Error)
 		for path, want := range map[string]string{
-			"/":                          `href="/reconcile/1"`,
-			"/links":                     `data-testid="links-next"`,
-			"/links?before=200":          `data-testid="link-row-199"`,
-			"/links?status=failed":       `data-testid="links-table"`,
-			"/links?q=" + crm.ExternalID: `data-testid="link-row-` + itoa(crm.ID) + `"`,
-			"/links/" + itoa(crm.ID):     `data-testid="attempts"`,
-			"/failed":                    `data-testid="failed-groups"`,
+			"/":                                   `href="/reconcile/1"`,
+			"/links":                              `data-testid="links-next"`,
+			"/links?before=200":                   `data-testid="link-row-199"`,
+			"/links?status=failed":                `data-testid="links-table"`,
+			"/links?q=" + crm.ExternalID:          `data-testid="link-row-` + itoa(crm.ID) + `"`,
+			"/links/" + itoa(crm.ID):              `data-testid="attempts"`,
+			"/failed":                             `data-testid="failed-groups"`,
+			"/services":                           `data-testid="service-crm"`,
+			"/reconcile":                          `data-testid="runs-next"`,
+			views.RunURL(seededRun(t, db, "crm")): `Reconciliation of crm`,
 		} {
 			require.Contains(t, getPage(t, client, base+path, cookie), want, "GET %s", path)
 		}
