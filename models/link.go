@@ -135,6 +135,9 @@ type ReconciliationRun struct {
 	Error       string
 	StartedAt   time.Time
 	FinishedAt  *time.Time
+	// ConfirmedBy and ConfirmedAt say who let a run past its safety valve.
+	ConfirmedBy string
+	ConfirmedAt *time.Time
 }
 
 // Discrepancy is one difference a reconciliation run found.

@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/syncdesk/syncdesk/models/discrepancy"
@@ -233,11 +234,9 @@ type KindCount struct {
 
 // RunDetail is a run with its discrepancy counts.
 type RunDetail struct {
-	Run         ReconciliationRun
-	ConfirmedBy string
-	ConfirmedAt *time.Time
-	Kinds       []KindCount // one per kind, in discrepancy.Kinds order, zeros included
-	All         KindCount   // the totals (Kind "")
+	Run   ReconciliationRun
+	Kinds []KindCount // one per kind, in discrepancy.Kinds order, zeros included
+	All   KindCount   // the totals (Kind "")
 	// SupersededBy is the newer run that made this one's findings out of
 	// date while it awaited confirmation (see SupersededBy); 0 if none.
 	SupersededBy int64
@@ -252,46 +251,55 @@ func RunDetailByID(db *gorm.DB, id int64) (*RunDetail, error) {
 	return RunDetailOf(db, run)
 }
 
-// RunDetailOf adds to a run already read its confirmation and its counts
-// per kind and status.
+// RunDetailOf adds to a run already read its counts per kind and status.
 func RunDetailOf(db *gorm.DB, run *ReconciliationRun) (*RunDetail, error) {
-	id := run.ID
-	d := &RunDetail{Run: *run}
-	var conf struct {
-		ConfirmedBy string
-		ConfirmedAt *time.Time
+	ds, err := RunDetails(db, []ReconciliationRun{*run})
+	if err != nil {
+		return nil, err
 	}
-	if err := db.Model(&ReconciliationRun{}).Select("confirmed_by, confirmed_at").Where("id = ?", id).Scan(&conf).Error; err != nil {
-		return nil, fmt.Errorf("read confirmation of run %d: %w", id, err)
+	return &ds[0], nil
+}
+
+// RunDetails adds to runs already read their counts per kind and status, in
+// one query for all of them (a page of runs is one list and one count), and
+// for each awaiting confirmation the run that superseded it.
+func RunDetails(db *gorm.DB, runs []ReconciliationRun) ([]RunDetail, error) {
+	out := make([]RunDetail, len(runs))
+	at := make(map[int64]int, len(runs))
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		out[i] = RunDetail{Run: r}
+		for _, k := range discrepancy.Kinds {
+			out[i].Kinds = append(out[i].Kinds, KindCount{Kind: k})
+		}
+		at[r.ID], ids[i] = i, r.ID
 	}
-	d.ConfirmedBy, d.ConfirmedAt = conf.ConfirmedBy, conf.ConfirmedAt
-	var err error
-	if d.SupersededBy, err = SupersededBy(db, run); err != nil {
-		return nil, fmt.Errorf("is run %d superseded: %w", id, err)
+	if len(runs) == 0 {
+		return out, nil
 	}
 	var rows []struct {
+		RunID        int64
 		Kind, Status string
 		N            int64
 	}
-	if err := db.Model(&Discrepancy{}).Select("kind, status, COUNT(*) AS n").Where("run_id = ?", id).
-		Group("kind, status").Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("count discrepancies of run %d: %w", id, err)
-	}
-	byKind := map[string]*KindCount{}
-	for _, k := range discrepancy.Kinds {
-		d.Kinds = append(d.Kinds, KindCount{Kind: k})
-	}
-	for i := range d.Kinds {
-		byKind[d.Kinds[i].Kind] = &d.Kinds[i]
+	if err := db.Model(&Discrepancy{}).Select("run_id, kind, status, COUNT(*) AS n").Where("run_id IN ?", ids).
+		Group("run_id, kind, status").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count discrepancies of %d runs: %w", len(ids), err)
 	}
 	for _, r := range rows {
-		for _, c := range []*KindCount{byKind[r.Kind], &d.All} {
-			if c != nil {
-				c.add(r.Status, r.N)
-			}
+		d := &out[at[r.RunID]]
+		if k := slices.Index(discrepancy.Kinds, r.Kind); k >= 0 {
+			d.Kinds[k].add(r.Status, r.N)
+		}
+		d.All.add(r.Status, r.N)
+	}
+	for i := range out {
+		var err error
+		if out[i].SupersededBy, err = SupersededBy(db, &out[i].Run); err != nil {
+			return nil, fmt.Errorf("is run %d superseded: %w", out[i].Run.ID, err)
 		}
 	}
-	return d, nil
+	return out, nil
 }
 
 func (c *KindCount) add(status string, n int64) {

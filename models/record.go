@@ -69,6 +69,30 @@ func RecordByKey(db *gorm.DB, localType, localID string) (*Record, error) {
 	return &r, notFound(err, "record "+localType+"/"+localID)
 }
 
+// RecordKey names a record.
+type RecordKey struct{ LocalType, LocalID string }
+
+// ExistingRecords reports which of keys name a record, in one query.
+func ExistingRecords(db *gorm.DB, keys []RecordKey) (map[RecordKey]bool, error) {
+	have := make(map[RecordKey]bool, len(keys))
+	if len(keys) == 0 {
+		return have, nil
+	}
+	pairs := make([][]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = []any{k.LocalType, k.LocalID}
+	}
+	var found []RecordKey
+	if err := db.Model(&Record{}).Select("local_type, local_id").Where("(local_type, local_id) IN ?", pairs).
+		Scan(&found).Error; err != nil {
+		return nil, fmt.Errorf("look up %d records: %w", len(keys), err)
+	}
+	for _, k := range found {
+		have[k] = true
+	}
+	return have, nil
+}
+
 // RecordLinks returns every link of one record, by service.
 func RecordLinks(db *gorm.DB, localType, localID string) ([]Link, error) {
 	var out []Link

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/outbox"
 	"github.com/syncdesk/syncdesk/sync/redact"
@@ -24,6 +25,7 @@ func TestMetricsBehindTheirOwnToken(t *testing.T) {
 	_, err := eng.Upsert(context.Background(), "order", "1", []byte(`{"title":"Order 1"}`))
 	require.NoError(t, err)
 	require.NoError(t, eng.Drain(context.Background()))
+	require.NoError(t, models.RefreshStats(b.db, b.clock.Now())) // syncdesk_links reads the aggregate
 
 	t.Setenv("TEST_METRICS_TOKEN", "scrape-me-please")
 	cfg := b.cfg

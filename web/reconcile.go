@@ -38,12 +38,12 @@ func (s *Server) listRuns(c echo.Context) error {
 	runs, more := pageOf(runs, runsPageSize)
 	v := views.Runs{Filter: f.Service, All: s.cfg.ServiceNames(), Services: s.reconcilable(),
 		NewestURL: newestURL(c, "/reconcile", "before")}
-	for _, r := range runs {
-		d, err := models.RunDetailOf(s.db, &r)
-		if err != nil {
-			return err
-		}
-		v.Rows = append(v.Rows, s.runRow(d))
+	details, err := models.RunDetails(s.db, runs)
+	if err != nil {
+		return err
+	}
+	for i := range details {
+		v.Rows = append(v.Rows, s.runRow(&details[i]))
 	}
 	if more {
 		v.NextURL = pageURL(c, "/reconcile", "before", idCursor(runs[len(runs)-1].ID))
@@ -154,11 +154,11 @@ func (s *Server) showRun(c echo.Context) error {
 		return err
 	}
 	found, more := pageOf(found, discrepanciesPageSize)
-	v := views.RunView{Run: s.runRow(d), ConfirmedBy: d.ConfirmedBy, All: kindCount(d.All), Progress: runProgress(d.Run),
+	v := views.RunView{Run: s.runRow(d), ConfirmedBy: d.Run.ConfirmedBy, All: kindCount(d.All), Progress: runProgress(d.Run),
 		Filter: views.DiscrepancyFilter{Kind: f.Kind, Status: f.Status}, CSVURL: csvURL(id, f),
 		FirstURL: newestURL(c, views.RunURL(id), "after")}
-	if d.ConfirmedAt != nil {
-		v.ConfirmedAt = *d.ConfirmedAt
+	if d.Run.ConfirmedAt != nil {
+		v.ConfirmedAt = *d.Run.ConfirmedAt
 	}
 	if v.StartedAfter, err = s.startedAfter(d); err != nil {
 		return err
@@ -169,8 +169,8 @@ func (s *Server) showRun(c echo.Context) error {
 	for _, k := range d.Kinds {
 		v.Kinds = append(v.Kinds, kindCount(k))
 	}
-	for _, x := range found {
-		v.Rows = append(v.Rows, s.discrepancyRow(x))
+	if v.Rows, err = s.discrepancyRows(found); err != nil {
+		return err
 	}
 	if more {
 		v.NextURL = pageURL(c, views.RunURL(id), "after", idCursor(found[len(found)-1].ID))
@@ -212,22 +212,41 @@ func runProgress(r models.ReconciliationRun) views.RunProgress {
 	return views.RunProgress{ID: r.ID, Running: r.Status == models.RunRunning, Expected: r.Expected, Scanned: r.Scanned}
 }
 
-// discrepancyRow links the record only when it exists: a key found in the
-// service may name a record we do not have.
-func (s *Server) discrepancyRow(x models.Discrepancy) views.DiscrepancyRow {
-	row := views.DiscrepancyRow{ID: x.ID, Kind: x.Kind, Status: x.Status, LocalType: x.LocalType, LocalID: x.LocalID,
-		ExternalKey: x.ExternalKey, ExternalIDs: views.SplitIDs(x.ExternalIDs), Detail: x.Detail}
-	if x.LinkID != nil {
-		row.LinkID = *x.LinkID
-	}
-	if x.LocalType != "" && x.LocalID != "" {
-		row.HasRecord = true
-		if x.Kind == discrepancy.UnlinkedRemote || x.Kind == discrepancy.DuplicateRemote {
-			_, err := models.RecordByKey(s.db, x.LocalType, x.LocalID)
-			row.HasRecord = err == nil
+// discrepancyRows links a row's record only when it exists: a key found in
+// the service (an unlinked or duplicated object) may name a record we do not
+// have. Those records are looked up in one query for the page.
+func (s *Server) discrepancyRows(found []models.Discrepancy) ([]views.DiscrepancyRow, error) {
+	var ask []models.RecordKey
+	for _, x := range found {
+		if remoteOnly(x) {
+			ask = append(ask, models.RecordKey{LocalType: x.LocalType, LocalID: x.LocalID})
 		}
 	}
-	return row
+	have, err := models.ExistingRecords(s.db, ask)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]views.DiscrepancyRow, 0, len(found))
+	for _, x := range found {
+		row := views.DiscrepancyRow{ID: x.ID, Kind: x.Kind, Status: x.Status, LocalType: x.LocalType, LocalID: x.LocalID,
+			ExternalKey: x.ExternalKey, ExternalIDs: views.SplitIDs(x.ExternalIDs), Detail: x.Detail,
+			HasRecord: x.LocalType != "" && x.LocalID != ""}
+		if x.LinkID != nil {
+			row.LinkID = *x.LinkID
+		}
+		if remoteOnly(x) {
+			row.HasRecord = have[models.RecordKey{LocalType: x.LocalType, LocalID: x.LocalID}]
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// remoteOnly is a discrepancy found from the provider's side, whose record
+// may not exist here.
+func remoteOnly(x models.Discrepancy) bool {
+	return x.LocalType != "" && x.LocalID != "" &&
+		(x.Kind == discrepancy.UnlinkedRemote || x.Kind == discrepancy.DuplicateRemote)
 }
 
 // runProgressFragment is the progress bar alone, which polls itself while

@@ -27,7 +27,9 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 	if err != nil {
 		return err
 	}
-	counts, err := models.CountLinksByStatus(s.db)
+	// The links by status as refresh-stats last counted them: counting
+	// every link here would cost tens of milliseconds at a million.
+	counts, err := models.LinkCounts(s.db)
 	if err != nil {
 		return err
 	}
@@ -36,6 +38,9 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 		paused[ps.Name] = ps
 	}
 	v := views.Services{Error: problem}
+	for _, c := range counts {
+		v.LinksCountedAt = c.CountedAt
+	}
 	for _, name := range s.cfg.ServiceNames() {
 		card := describeService(name, s.cfg.Services[name])
 		if ps, ok := paused[name]; ok {
@@ -71,11 +76,11 @@ func fillHealth(card *views.ServiceCard, counts []models.OutcomeCount) {
 
 // fillLinks puts the service's links by status on its card, each a link to
 // the links list filtered on that service and status.
-func fillLinks(card *views.ServiceCard, counts []models.StatusCount) {
+func fillLinks(card *views.ServiceCard, counts []models.StatLinkCount) {
 	n := map[models.Status]int64{}
 	for _, sc := range counts {
 		if sc.Service == card.Name {
-			n[sc.Status] += sc.N
+			n[models.Status(sc.Status)] += sc.N
 			card.LinksTotal += sc.N
 		}
 	}

@@ -46,22 +46,25 @@ func (e *Engine) observeClaim(links []models.ClaimedLink, now time.Time) {
 	}
 }
 
-// linksCollector reports links by service and status at scrape time.
+// linksCollector reports links by service and status as the refresh-stats
+// task last counted them: a scrape every few seconds must not count every
+// link (tens of milliseconds at a million).
 type linksCollector struct{ db *gorm.DB }
 
-var linksDesc = prometheus.NewDesc("syncdesk_links", "Links by service and status.", []string{"service", "status"}, nil)
+var linksDesc = prometheus.NewDesc("syncdesk_links",
+	"Links by service and status, as last counted (the refresh-stats task, every 10 s).", []string{"service", "status"}, nil)
 
 func (c linksCollector) Describe(ch chan<- *prometheus.Desc) { ch <- linksDesc }
 
 func (c linksCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	counts, err := models.CountLinksByStatus(c.db.WithContext(ctx))
+	counts, err := models.LinkCounts(c.db.WithContext(ctx))
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(linksDesc, err)
 		return
 	}
 	for _, sc := range counts {
-		ch <- prometheus.MustNewConstMetric(linksDesc, prometheus.GaugeValue, float64(sc.N), sc.Service, string(sc.Status))
+		ch <- prometheus.MustNewConstMetric(linksDesc, prometheus.GaugeValue, float64(sc.N), sc.Service, sc.Status)
 	}
 }

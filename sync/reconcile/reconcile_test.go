@@ -136,7 +136,7 @@ func TestSafetyValveWaitsForConfirmation(t *testing.T) {
 		require.Equal(t, models.RunCompleted, run.Status)
 		require.EqualValues(t, 5, run.Fixed)
 		d = e.detail(run.ID)
-		require.Equal(t, "ops@example.com", d.ConfirmedBy)
+		require.Equal(t, "ops@example.com", d.Run.ConfirmedBy)
 		require.Equal(t, models.KindCount{Fixed: 5, Total: 5}, d.All)
 		require.EqualValues(t, 5, e.countLinks())
 
@@ -165,7 +165,7 @@ func TestOnlyTheLatestRunCanBeConfirmed(t *testing.T) {
 		var invalid *models.InvalidError
 		require.ErrorAs(t, err, &invalid)
 		require.Contains(t, invalid.Reason, fmt.Sprintf("Run %d was superseded by run %d: its findings are out of date", old.Run.ID, newer.Run.ID))
-		require.Empty(t, e.detail(old.Run.ID).ConfirmedBy, "nothing was confirmed")
+		require.Empty(t, e.detail(old.Run.ID).Run.ConfirmedBy, "nothing was confirmed")
 	})
 }
 
