@@ -1,7 +1,9 @@
 package models
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -18,6 +20,23 @@ type Session struct {
 	ExpiresAt  time.Time // the absolute end, whatever the activity
 	IP         string
 	UserAgent  string
+	// CSRFToken is the token this session's forms carry, derived from the
+	// cookie value when the session is loaded (SessionUser) and never stored.
+	CSRFToken string `gorm:"-"`
+}
+
+// csrfLabel separates the CSRF token from every other use of the cookie value.
+const csrfLabel = "syncdesk session csrf token v1"
+
+// csrfTokenFor derives a session's CSRF token from its cookie value: an
+// HMAC keyed with the cookie, which only the signed-in browser and the server
+// see. Every instance on the same database derives the same token without a
+// shared key or a column; a new session (each sign-in) has a new one, and it
+// dies with the session. It tells nothing of the cookie or of the stored id.
+func csrfTokenFor(cookie string) string {
+	m := hmac.New(sha256.New, []byte(cookie))
+	m.Write([]byte(csrfLabel))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // HashToken returns the hex SHA-256 under which a session or API token is stored.
@@ -41,9 +60,9 @@ func CreateSession(db *gorm.DB, userID int64, ip, userAgent string, now time.Tim
 	return token, nil
 }
 
-// SessionUser returns the live session for a cookie value and its enabled
-// user. A session idle longer than idle, or past its absolute end, is deleted
-// and reported as ErrNotFound.
+// SessionUser returns the live session for a cookie value, with its CSRF
+// token, and its enabled user. A session idle longer than idle, or past its
+// absolute end, is deleted and reported as ErrNotFound.
 func SessionUser(db *gorm.DB, token string, now time.Time, idle time.Duration) (*Session, *User, error) {
 	var s Session
 	if err := db.Take(&s, "id = ?", HashToken(token)).Error; err != nil {
@@ -60,6 +79,7 @@ func SessionUser(db *gorm.DB, token string, now time.Time, idle time.Duration) (
 	if u.Disabled() {
 		return nil, nil, fmt.Errorf("user disabled: %w", ErrNotFound)
 	}
+	s.CSRFToken = csrfTokenFor(token)
 	return &s, u, nil
 }
 

@@ -86,6 +86,7 @@ func (s *Server) login(c echo.Context) error {
 		return err
 	}
 	s.setSessionCookie(c, token)
+	s.clearLoginCSRFCookie(c) // the new session's own CSRF token takes over
 	s.auditLogin(c, email, models.OutcomeSuccess, &user.ID)
 	return c.Redirect(http.StatusSeeOther, next)
 }

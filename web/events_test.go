@@ -50,10 +50,7 @@ func pagesServer(t *testing.T, db *gorm.DB, sched *schedule.Scheduler) (*bundle,
 // addEventAndScheduleRoutes registers this feature's routes as routes.go
 // does, unless routes.go already has them.
 func addEventAndScheduleRoutes(s *Server) error {
-	csrf, err := s.csrfMiddleware()
-	if err != nil {
-		return err
-	}
+	csrf := s.sessionCSRF
 	have := map[string]bool{}
 	for _, r := range s.echo.Routes() {
 		have[r.Method+" "+r.Path] = true

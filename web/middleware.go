@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/config"
 )
 
-// Context keys for what the auth middleware found.
+// Context keys for what the auth middleware found, and the CSRF token the
+// page's forms carry.
 const (
 	ctxUser    = "user"
 	ctxSession = "session"
@@ -206,51 +206,9 @@ func (s *Server) metricsAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// csrfMiddleware checks a token on every state-changing request, from the
-// X-CSRF-Token header (htmx) or the _csrf form field (plain forms). Its cookie
-// is Secure whenever the request came over TLS.
-func (s *Server) csrfMiddleware() (echo.MiddlewareFunc, error) {
-	build := func(secure bool) (echo.MiddlewareFunc, error) {
-		return middleware.CSRFConfig{
-			TokenLookup:    "header:X-CSRF-Token,form:_csrf",
-			ContextKey:     ctxCSRF,
-			CookieName:     "syncdesk_csrf",
-			CookiePath:     "/",
-			CookieHTTPOnly: true,
-			CookieSameSite: http.SameSiteLaxMode,
-			CookieSecure:   secure,
-			ErrorHandler: func(err error, c echo.Context) error {
-				return errForbidden("The form had expired or did not come from this site. Reload the page and try again.")
-			},
-		}.ToMiddleware()
-	}
-	plain, err := build(false)
-	if err != nil {
-		return nil, err
-	}
-	secure, err := build(true)
-	if err != nil {
-		return nil, err
-	}
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		plainNext, secureNext := plain(next), secure(next)
-		return func(c echo.Context) error {
-			if s.overTLS(c) {
-				return secureNext(c)
-			}
-			return plainNext(c)
-		}
-	}, nil
-}
-
 func currentUser(c echo.Context) *models.User {
 	u, _ := c.Get(ctxUser).(*models.User)
 	return u
-}
-
-func csrfToken(c echo.Context) string {
-	t, _ := c.Get(ctxCSRF).(string)
-	return t
 }
 
 // actor names who is acting, for the audit log.

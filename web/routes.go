@@ -18,25 +18,20 @@ func (s *Server) routes() error {
 	e := s.echo
 	e.Use(s.recoverPanics, middleware.RequestID(), s.logRequests, s.securityHeaders, readableText, s.loadSession)
 
-	csrf, err := s.csrfMiddleware()
-	if err != nil {
-		return err
-	}
-
 	// Open to everyone.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.StaticFS("/static", echo.MustSubFS(static.FS, "."))
-	e.GET("/login", s.showLogin, csrf)
-	e.POST("/login", s.login, readableForm, csrf)
+	e.GET("/login", s.showLogin, s.loginCSRF)
+	e.POST("/login", s.login, readableForm, s.loginCSRF)
 	e.POST("/hooks/:service", s.receiveHook)
 	if s.cfg.Metrics.Access != "closed" && s.metrics != nil {
 		// Open, or behind its own bearer token: scrapers do not sign in.
 		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})), s.metricsAuth)
 	}
 
-	// Pages: a session, then CSRF on every state change.
-	pages := e.Group("", readableForm, s.requireUser, csrf, noStore)
+	// Pages: a session, then this origin and the session's CSRF token on every state change.
+	pages := e.Group("", readableForm, s.requireUser, s.sessionCSRF, noStore)
 	pages.POST("/logout", s.logout)
 	pages.GET("/", s.showOverview)
 	pages.GET("/audit", s.listAudit)

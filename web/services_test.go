@@ -91,9 +91,7 @@ func registerServiceRoutes(t *testing.T, s *Server) {
 			return
 		}
 	}
-	csrf, err := s.csrfMiddleware()
-	require.NoError(t, err)
-	pages := s.echo.Group("", s.requireUser, csrf, noStore)
+	pages := s.echo.Group("", s.requireUser, s.sessionCSRF, noStore)
 	operator := s.requireRole(models.RoleOperator)
 	pages.GET("/services", s.listServices)
 	pages.POST("/services/:name/pause", s.pauseService, operator)
