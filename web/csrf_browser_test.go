@@ -31,6 +31,7 @@ func siblingPage(target string) http.Handler {
 // session cookie (SameSite lets same-site through) and a planted token: it
 // is refused with the reason in words, and crm is not paused.
 func TestBrowserSiblingOriginCannotForgeAForm(t *testing.T) {
+	browsertest.SkipShort(t) // not Parallel: setupServices sets environment variables
 	b := setupServices(t, dbtest.SQLite(t))
 	b.user("ana@example.com", models.RoleOperator)
 	sibling := httptest.NewServer(siblingPage(b.srv.URL))
