@@ -33,10 +33,15 @@ func MarkFailed(db *gorm.DB, id int64, who, reason string, now time.Time) (*Link
 	if l, err = LinkByID(db, id); err != nil {
 		return nil, err
 	}
-	if l.Status == StatusProcessing {
-		return nil, Invalid("the link is being sent right now; wait for the attempt to end")
+	switch l.Status {
+	case StatusProcessing:
+		return nil, Invalid("This link is being sent right now; wait for the attempt to end.")
+	case StatusSuccess:
+		return nil, Invalid("This link is synced: the service has the record. Mark failed is only for links still waiting to be sent.")
+	case StatusFailed:
+		return nil, Invalid("This link is already failed; nothing changed.")
 	}
-	return nil, Invalid(fmt.Sprintf("only a link waiting to be sent can be marked failed; this one is %s", l.Status))
+	return nil, Invalid(fmt.Sprintf("Only a link waiting to be sent can be marked failed; this one is %s.", l.Status))
 }
 
 // Recreate starts a genuinely new create for a link whose remote object was

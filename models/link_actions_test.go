@@ -23,8 +23,8 @@ func TestMarkFailedOnlyALinkWaitingToBeSent(t *testing.T) {
 			{models.StatusNew, ""},
 			{models.StatusRetry, ""},
 			{models.StatusProcessing, "being sent right now"},
-			{models.StatusSuccess, "this one is success"},
-			{models.StatusFailed, "this one is failed"},
+			{models.StatusSuccess, "This link is synced"},
+			{models.StatusFailed, "already failed"},
 		} {
 			l := models.Link{LocalType: "order", LocalID: string(tc.status), ExternalService: "crm", ExternalKey: "k-" + string(tc.status),
 				Status: tc.status, LastError: "before", NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}

@@ -410,6 +410,14 @@ func TestMarkFailedOnlyForLinksWaitingToBeSent(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, models.StatusSuccess, l.Status, "a synced link stays synced")
 		require.Equal(t, int64(1), b.auditCount("link.mark_failed", models.OutcomeDenied))
+
+		r = c.post("/links/2", "/links/3/fail", url.Values{"reason": {"again"}})
+		require.Equal(t, http.StatusBadRequest, r.status)
+		require.Contains(t, r.body, "already failed")
+		require.Equal(t, int64(2), b.auditCount("link.mark_failed", models.OutcomeDenied))
+
+		r = c.post("/links/2", "/links/999/fail", url.Values{"reason": {"gone"}})
+		require.Equal(t, http.StatusNotFound, r.status, "a link that is not there")
 	})
 }
 
