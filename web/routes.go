@@ -3,7 +3,6 @@ package web
 import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/static"
@@ -30,10 +29,8 @@ func (s *Server) routes() error {
 	e.GET("/login", s.showLogin, csrf)
 	e.POST("/login", s.login, readableForm, csrf)
 	e.POST("/hooks/:service", s.receiveHook)
-	if s.cfg.Metrics.Access != "closed" && s.metrics != nil {
-		// Open, or behind its own bearer token: scrapers do not sign in.
-		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})), s.metricsAuth)
-	}
+	// Open, behind its own bearer token (scrapers do not sign in), or closed: 404.
+	e.GET("/metrics", s.serveMetrics(), s.metricsAuth)
 
 	// Pages: a session, then CSRF on every state change.
 	pages := e.Group("", readableForm, s.requireUser, csrf, noStore)
