@@ -48,7 +48,7 @@ func (s *Server) routes() error {
 	pages.POST("/links/:id/sync", s.syncLink, operator)
 	pages.POST("/links/:id/fail", s.failLink, operator)
 	pages.POST("/links/:id/recreate", s.recreateLink, operator)
-	pages.GET("/records/:type/:id", s.showRecord)
+	pages.GET("/records/:type/:id", s.showRecord, recordKey)
 	pages.GET("/failed", s.listFailed)
 	pages.GET("/failed/group", s.showFailedGroup)
 	pages.POST("/failed/retry", s.askRetry, operator)
@@ -81,8 +81,8 @@ func (s *Server) routes() error {
 	api := e.Group("/api/v1", s.requireToken, noStore)
 	api.GET("/links", s.apiListLinks)
 	api.POST("/links/:id/sync", s.apiSyncLink)
-	api.PUT("/records/:type/:id", s.apiPutRecord)
-	api.GET("/records/:type/:id", s.apiGetRecord)
+	api.PUT("/records/:type/:id", s.apiPutRecord, recordKey)
+	api.GET("/records/:type/:id", s.apiGetRecord, recordKey)
 	api.POST("/events/:service/:id/replay", s.apiReplayEvent)
 	return nil
 }
