@@ -139,6 +139,9 @@ func forms(v string) []string {
 		}
 	}
 	for flags := range jsonAll + 1 {
+		if !needsJSONEscape(v) {
+			break // the same in every JSON form
+		}
 		once := jsonEscape(v, flags)
 		add(once)
 		add(jsonEscape(once, flags))
@@ -161,6 +164,16 @@ func plainToken(v string) bool {
 	return true
 }
 
+// needsJSONEscape reports whether some JSON encoder writes s otherwise.
+func needsJSONEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || strings.IndexByte(`"\/<>&`, c) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // What a JSON encoder may escape beyond what it must (", \ and control
 // characters).
 const (
@@ -172,9 +185,6 @@ const (
 
 // jsonEscape writes s as the inside of a JSON string, escaping as flags say.
 func jsonEscape(s string, flags int) string {
-	if !strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c >= utf8.RuneSelf || strings.ContainsRune(`"\/<>&`, c) }) {
-		return s // the same in every form: the common case
-	}
 	var b strings.Builder
 	b.Grow(len(s) + 16)
 	for _, c := range s {

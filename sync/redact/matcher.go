@@ -152,6 +152,14 @@ func (m *matcher) find(s string) []span {
 	var found []span
 	st := int32(0)
 	for i := 0; i < len(s); {
+		if st == 0 { // the common case: skip what starts neither a pattern nor a mask
+			for i < len(s) && m.root[fold(s[i])] == 0 && s[i] != '[' {
+				i++
+			}
+			if i == len(s) {
+				break
+			}
+		}
 		i, st = m.advance(s, i, st)
 		for t := st; t != 0; t = m.states[t].dict {
 			if h := m.states[t].hit; h.n > 0 {
