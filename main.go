@@ -260,6 +260,7 @@ type app struct {
 }
 
 func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Logger, r *redact.Redactor) (*app, error) {
+	r.AddSecrets(cfg.Secrets()...) // after the demo's services are in cfg
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sendTo, listFrom := connectors(cfg, r)
