@@ -98,9 +98,9 @@ func Open(v string) (*gorm.DB, error) {
 	var db *gorm.DB
 	switch dialect {
 	case SQLite:
-		db, err = gorm.Open(sqlite.Open(sqliteDSN(dsn)), cfg)
+		db, err = gorm.Open(classifying{sqlite.Open(sqliteDSN(dsn))}, cfg)
 	case Postgres:
-		db, err = gorm.Open(postgres.Open(dsn), cfg)
+		db, err = gorm.Open(classifying{postgres.Open(dsn)}, cfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
