@@ -29,6 +29,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/sync/logdedup"
 	"github.com/syncdesk/syncdesk/sync/outbox"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/redact"
@@ -178,7 +179,8 @@ func (c *cli) serve() error {
 	}
 	defer models.Close(db)
 	redactor := redact.New(cfg.Redact)
-	log := newLogger(cfg.Log, c.stderr, redactor)
+	log, flushLog := newLogger(cfg.Log, c.stderr, redactor)
+	defer flushLog() // the counts of repeated failures not yet written
 	clk := clock.Real{}
 	if err := c.firstAdmin(db, clk.Now()); err != nil {
 		return err
@@ -531,14 +533,20 @@ func (c *cli) tokenCreate(name string) error {
 	return nil
 }
 
-// newLogger is the process log; every line goes through the redactor.
-func newLogger(cfg config.Log, w io.Writer, r *redact.Redactor) *slog.Logger {
+// newLogger is the process log, and a function that writes the counts of
+// repeated failures not yet written. Every line goes through the redactor.
+// A warning or error repeated within logdedup.DefaultInterval is counted,
+// not written again — during an outage every request and every engine tick
+// meets the same failure — except for the attributes that differ from one
+// request to the next, which do not make it another failure.
+func newLogger(cfg config.Log, w io.Writer, r *redact.Redactor) (*slog.Logger, func()) {
 	opts := &slog.HandlerOptions{Level: slog.Level(cfg.SlogLevel())}
 	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.Format == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(redact.NewHandler(h, r))
+	dedup := logdedup.New(redact.NewHandler(h, r), logdedup.Options{Vary: []string{"took", "ip", "request_id"}})
+	return slog.New(dedup), dedup.Flush
 }
 
 // buildVersion is the -ldflags version, or the VCS revision Go stamped in.
