@@ -42,6 +42,7 @@ type options struct {
 	warmup  time.Duration
 	down    time.Duration
 	after   time.Duration
+	logTo   string
 }
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "load before the outage")
 	flag.DurationVar(&o.down, "down", 20*time.Second, "how long Postgres stays stopped")
 	flag.DurationVar(&o.after, "after", 10*time.Second, "load after Postgres is back")
+	flag.StringVar(&o.logTo, "log", "", "also save the binary's log lines, other than INFO, to this file")
 	flag.Parse()
 	if o.bin == "" {
 		fmt.Fprintln(os.Stderr, "outage: -bin is required")
@@ -83,6 +85,7 @@ type tally struct {
 	lines    [phaseCount]int
 	messages [phaseCount]map[string]int
 	started  [phaseCount]time.Time
+	save     io.Writer // where lines other than INFO are copied, if anywhere
 }
 
 func newTally() *tally {
@@ -126,6 +129,9 @@ func (t *tally) logLine(line string) {
 	t.lines[p]++
 	t.levels[p][level]++
 	t.messages[p][level+" "+msg]++
+	if t.save != nil && level != "INFO" {
+		fmt.Fprintln(t.save, line)
+	}
 	t.mu.Unlock()
 }
 
@@ -158,6 +164,14 @@ func measure(o options) error {
 		return err
 	}
 	t := newTally()
+	if o.logTo != "" {
+		f, err := os.Create(o.logTo)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		t.save = f
+	}
 	srv, addr, err := serve(o.bin, conf, t)
 	if err != nil {
 		return err
