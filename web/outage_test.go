@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,45 +26,15 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/sync/logdedup/logtest"
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
-// logBuffer is a process log in memory, safe for concurrent requests.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// lines returns the lines that contain every one of parts.
-func (l *logBuffer) lines(parts ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-next:
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				continue next
-			}
-		}
-		if line != "" {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // outageServer serves syncdesk like setup does, on db, with its log kept.
-func outageServer(t *testing.T, db *gorm.DB) (*bundle, *logBuffer) {
+func outageServer(t *testing.T, db *gorm.DB) (*bundle, *logtest.Buffer) {
 	t.Helper()
 	b := setup(t, db)
-	logs := &logBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	rc, err := inbox.New(db, b.cfg.Services, b.clock, log, redact.New(nil))
 	require.NoError(t, err)
@@ -75,7 +44,7 @@ func outageServer(t *testing.T, db *gorm.DB) (*bundle, *logBuffer) {
 	t.Cleanup(b.srv.Close)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Log("the log:\n" + strings.Join(logs.lines(), "\n"))
+			t.Log("the log:\n" + strings.Join(logs.Lines(), "\n"))
 		}
 	})
 	return b, logs
@@ -237,9 +206,9 @@ func TestAnUnreachablePostgresIsAnswered503WithRetryAfterAndTheReason(t *testing
 	require.Contains(t, html.header.Get("Content-Type"), "text/html")
 	require.Contains(t, html.body, "Not available right now")
 
-	require.NotEmpty(t, logs.lines("level=ERROR", `msg="database unavailable"`, reason), "the cause is logged with its reason")
-	require.Empty(t, logs.lines("level=ERROR", "msg=request "), "a 503's request line is not an error")
-	require.Len(t, logs.lines("level=INFO", "msg=request ", "status=503"), 4, "each request keeps its line")
+	require.NotEmpty(t, logs.Lines("level=ERROR", `msg="database unavailable"`, reason), "the cause is logged with its reason")
+	require.Empty(t, logs.Lines("level=ERROR", "msg=request "), "a 503's request line is not an error")
+	require.Len(t, logs.Lines("level=INFO", "msg=request ", "status=503"), 4, "each request keeps its line")
 
 	p.restore()
 	require.Eventually(t, func() bool { return b.client().get("/readyz").status == http.StatusOK }, 10*time.Second, 50*time.Millisecond)
