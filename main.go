@@ -27,6 +27,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/sync/logdedup"
 	"github.com/syncdesk/syncdesk/sync/outbox"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/redact"
@@ -207,7 +208,8 @@ func (c *cli) serve() error {
 	}
 	defer models.Close(db)
 	redactor := redact.New(cfg.Redact)
-	log := newLogger(cfg.Log, c.stderr, redactor)
+	log, flushLog := newLogger(cfg.Log, c.stderr, redactor)
+	defer flushLog() // the counts of repeated failures not yet written
 	clk, err := startClock(db, clock.Real{}, log)
 	if err != nil {
 		return err
@@ -415,14 +417,17 @@ func locker(db *gorm.DB) *schedule.PGLocker {
 	return &schedule.PGLocker{DB: sqlDB}
 }
 
-// newLogger is the process log; every line goes through the redactor.
-func newLogger(cfg config.Log, w io.Writer, r *redact.Redactor) *slog.Logger {
+// newLogger is the process log: every line goes through the redactor, and a
+// repeated warning or error is written once per interval with its count (the
+// returned func writes the counts still pending, at a stop).
+func newLogger(cfg config.Log, w io.Writer, r *redact.Redactor) (*slog.Logger, func()) {
 	opts := &slog.HandlerOptions{Level: slog.Level(cfg.SlogLevel())}
 	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.Format == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(redact.NewHandler(h, r))
+	dedup := logdedup.New(redact.NewHandler(h, r), logdedup.Options{Vary: []string{"took", "ip", "request_id"}})
+	return slog.New(dedup), dedup.Flush
 }
 
 // buildVersion is the -ldflags version, or the VCS revision Go stamped in.

@@ -165,16 +165,12 @@ func TestFreshStartServesAndStopsOnCtrlC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "syncdesk")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-
+	bin := buildSyncdesk(t)
 	dir := t.TempDir()
 	port := freePort(t)
-	srv := exec.Command(bin)
+	srv := syncdeskCommand(bin)
 	srv.Dir = dir
-	srv.Env = append(os.Environ(), "SYNCDESK_ADDR=127.0.0.1:"+port, "SYNCDESK_DB=", "SYNCDESK_CONFIG=")
+	srv.Env = append(srv.Env, "SYNCDESK_ADDR=127.0.0.1:"+port)
 	stdout, err := srv.StdoutPipe()
 	require.NoError(t, err)
 	srv.Stderr = os.Stderr
@@ -212,6 +208,24 @@ func TestFreshStartServesAndStopsOnCtrlC(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("still running 5 s after Ctrl-C")
 	}
+}
+
+// buildSyncdesk builds this tree's binary into a temp dir and returns its
+// path. The go command puts its own bin folder first in PATH for tests.
+func buildSyncdesk(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "syncdesk")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(tb, err, "go build: %s", out)
+	return bin
+}
+
+// syncdeskCommand runs the binary with the caller's environment minus the
+// settings that would override its flags and config file.
+func syncdeskCommand(bin string, args ...string) *exec.Cmd {
+	c := exec.Command(bin, args...)
+	c.Env = append(os.Environ(), "SYNCDESK_ADDR=", "SYNCDESK_DB=", "SYNCDESK_CONFIG=")
+	return c
 }
 
 func freePort(t *testing.T) string {

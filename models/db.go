@@ -53,9 +53,9 @@ func Open(v string) (*gorm.DB, error) {
 	var db *gorm.DB
 	switch dialect {
 	case SQLite:
-		db, err = gorm.Open(sqlite.Open(sqliteDSN(source)), cfg)
+		db, err = gorm.Open(classifying{sqlite.Open(sqliteDSN(source))}, cfg)
 	case Postgres:
-		db, err = gorm.Open(postgres.Open(source), cfg)
+		db, err = gorm.Open(classifying{postgres.Open(source)}, cfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
