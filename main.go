@@ -27,6 +27,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/sync/logdedup"
 	"github.com/syncdesk/syncdesk/sync/outbox"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/redact"
@@ -207,8 +208,12 @@ func (c *cli) serve() error {
 	}
 	defer models.Close(db)
 	redactor := redact.New(cfg.Redact)
-	log := newLogger(cfg.Log, c.stderr, redactor)
-	clk := clock.Real{}
+	log, flushLog := newLogger(cfg.Log, c.stderr, redactor)
+	defer flushLog() // the counts of repeated failures not yet written
+	clk, err := startClock(db, clock.Real{}, log)
+	if err != nil {
+		return err
+	}
 	if err := c.firstAdmin(db, clk.Now()); err != nil {
 		return err
 	}
@@ -256,7 +261,8 @@ type app struct {
 	web    *web.Server
 }
 
-func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger, r *redact.Redactor) (*app, error) {
+func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Logger, r *redact.Redactor) (*app, error) {
+	r.AddSecrets(cfg.Secrets()...) // after the demo's services are in cfg
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sendTo, listFrom := connectors(cfg, r)
@@ -268,7 +274,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	sched, err := schedule.New(tasks(db, cfg, clk, eng, rc, rec), locker(db), log)
+	sched, err := schedule.New(tasks(db, cfg, clk, log, eng, rc, rec), locker(db), log)
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +285,42 @@ func assemble(cfg config.Config, db *gorm.DB, clk clock.Clock, log *slog.Logger,
 		return nil, err
 	}
 	return &app{engine: eng, rec: rec, sched: sched, web: srv}, nil
+}
+
+// maxClockStep is how far this machine's clock may move against the
+// database's between two measurements before the log says so.
+const maxClockStep = time.Second
+
+// startClock is the clock of every part of this instance: the database's
+// (outbox.DatabaseClock, over local), which every instance shares, so that
+// leases taken on one machine are read right on another whose clock is
+// wrong. The log says when local is off by more than maxClockStep.
+func startClock(db *gorm.DB, local clock.Clock, log *slog.Logger) (*clock.Anchored, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	clk, err := outbox.DatabaseClock(ctx, db, local)
+	if err != nil {
+		return nil, err
+	}
+	if off := clk.Offset(); off.Abs() > maxClockStep {
+		log.Warn("this machine's clock is off from the database's; syncdesk keeps to the database's", "database_ahead_by", off)
+	}
+	return clk, nil
+}
+
+// measureClock measures the database's clock again (a scheduled task on
+// every instance), and says so in the log when this machine's clock moved
+// against it by more than maxClockStep since the last measurement.
+func measureClock(ctx context.Context, clk *clock.Anchored, log *slog.Logger) error {
+	before := clk.Offset()
+	after, err := clk.Measure(ctx)
+	if err != nil {
+		return fmt.Errorf("measure the database's clock: %w", err)
+	}
+	if moved := after - before; moved.Abs() > maxClockStep {
+		log.Warn("this machine's clock moved against the database's; syncdesk keeps to the database's", "moved_by", -moved, "database_ahead_by", after)
+	}
+	return nil
 }
 
 // stopDemo stops the sandboxes; a hanging sandbox request must not hold up the stop.
@@ -336,9 +378,12 @@ func seedDemo(db *gorm.DB, eng *outbox.Engine) error {
 }
 
 // tasks is the table of background tasks: name, period, one call each.
-func tasks(db *gorm.DB, cfg config.Config, clk clock.Clock, eng *outbox.Engine, rc *inbox.Receiver, rec *reconcile.Reconciler) []schedule.Task {
+func tasks(db *gorm.DB, cfg config.Config, clk *clock.Anchored, log *slog.Logger, eng *outbox.Engine, rc *inbox.Receiver, rec *reconcile.Reconciler) []schedule.Task {
 	return []schedule.Task{
 		{Name: "send", Every: time.Second, Run: eng.Drain, EveryInstance: true},
+		{Name: "measure-clock", Every: 15 * time.Second, EveryInstance: true, Run: func(ctx context.Context) error {
+			return measureClock(ctx, clk, log)
+		}},
 		{Name: "rescue-expired-leases", Every: 15 * time.Second, Run: func(ctx context.Context) error {
 			_, err := eng.Rescue(ctx)
 			return err
@@ -372,14 +417,17 @@ func locker(db *gorm.DB) *schedule.PGLocker {
 	return &schedule.PGLocker{DB: sqlDB}
 }
 
-// newLogger is the process log; every line goes through the redactor.
-func newLogger(cfg config.Log, w io.Writer, r *redact.Redactor) *slog.Logger {
+// newLogger is the process log: every line goes through the redactor, and a
+// repeated warning or error is written once per interval with its count (the
+// returned func writes the counts still pending, at a stop).
+func newLogger(cfg config.Log, w io.Writer, r *redact.Redactor) (*slog.Logger, func()) {
 	opts := &slog.HandlerOptions{Level: slog.Level(cfg.SlogLevel())}
 	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.Format == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(redact.NewHandler(h, r))
+	dedup := logdedup.New(redact.NewHandler(h, r), logdedup.Options{Vary: []string{"took", "ip", "request_id"}})
+	return slog.New(dedup), dedup.Flush
 }
 
 // buildVersion is the -ldflags version, or the VCS revision Go stamped in.

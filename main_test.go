@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/outbox"
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
@@ -163,16 +165,12 @@ func TestFreshStartServesAndStopsOnCtrlC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "syncdesk")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-
+	bin := buildSyncdesk(t)
 	dir := t.TempDir()
 	port := freePort(t)
-	srv := exec.Command(bin)
+	srv := syncdeskCommand(bin)
 	srv.Dir = dir
-	srv.Env = append(os.Environ(), "SYNCDESK_ADDR=127.0.0.1:"+port, "SYNCDESK_DB=", "SYNCDESK_CONFIG=")
+	srv.Env = append(srv.Env, "SYNCDESK_ADDR=127.0.0.1:"+port)
 	stdout, err := srv.StdoutPipe()
 	require.NoError(t, err)
 	srv.Stderr = os.Stderr
@@ -212,6 +210,24 @@ func TestFreshStartServesAndStopsOnCtrlC(t *testing.T) {
 	}
 }
 
+// buildSyncdesk builds this tree's binary into a temp dir and returns its
+// path. The go command puts its own bin folder first in PATH for tests.
+func buildSyncdesk(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "syncdesk")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(tb, err, "go build: %s", out)
+	return bin
+}
+
+// syncdeskCommand runs the binary with the caller's environment minus the
+// settings that would override its flags and config file.
+func syncdeskCommand(bin string, args ...string) *exec.Cmd {
+	c := exec.Command(bin, args...)
+	c.Env = append(os.Environ(), "SYNCDESK_ADDR=", "SYNCDESK_DB=", "SYNCDESK_CONFIG=")
+	return c
+}
+
 func freePort(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -232,7 +248,9 @@ func TestEveryScheduledTaskRuns(t *testing.T) {
 			db := dbtest.Open(t, url)
 			cfg := config.Default()
 			log := slog.New(slog.DiscardHandler)
-			a, err := assemble(cfg, db, clock.Real{}, log, redact.New(nil))
+			clk, err := outbox.DatabaseClock(context.Background(), db, clock.Real{})
+			require.NoError(t, err)
+			a, err := assemble(cfg, db, clk, log, redact.New(nil))
 			require.NoError(t, err)
 			a.sched.Start()
 			defer a.sched.Stop()
@@ -252,4 +270,35 @@ func TestEveryScheduledTaskRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The instance's clock is the database's however far this machine's is off,
+// and the log says so at start and whenever the machine's clock moves.
+func TestTheInstanceKeepsToTheDatabasesClock(t *testing.T) {
+	db := dbtest.SQLite(t)
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	clk, err := startClock(db, clock.Real{}, log)
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), clk.Now(), time.Second)
+	require.Empty(t, logged.String(), "nothing to say of a clock that is right")
+	clk, err = startClock(db, clock.Offset{Clock: clock.Real{}, By: 10 * time.Minute}, log)
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), clk.Now(), time.Second, "a machine 10 minutes ahead keeps to the database's time")
+	require.Contains(t, logged.String(), "this machine's clock is off from the database's")
+	require.Regexp(t, `database_ahead_by=-(9m59|10m0)`, logged.String())
+	logged.Reset()
+
+	ref := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	local := clock.NewFake(ref.Now().Add(10 * time.Minute))
+	read := func(context.Context) (time.Time, error) { return ref.Now(), nil }
+	clk, err = clock.Anchor(context.Background(), local, read)
+	require.NoError(t, err)
+	require.NoError(t, measureClock(context.Background(), clk, log))
+	require.Empty(t, logged.String(), "the clock did not move")
+	local.Advance(-5 * time.Minute) // the machine's clock is stepped back
+	require.NoError(t, measureClock(context.Background(), clk, log))
+	require.Contains(t, logged.String(), "this machine's clock moved against the database's")
+	require.Contains(t, logged.String(), "moved_by=-5m0s database_ahead_by=-5m0s")
+	require.Equal(t, ref.Now(), clk.Now())
 }

@@ -73,8 +73,17 @@ const versionTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	applied_at TEXT NOT NULL
 )`
 
-// advisoryKey serialises migrations across instances sharing one Postgres.
-const advisoryKey = 7265_1001
+// lockClass is the first half of the advisory lock that serialises the
+// migrations of one schema across instances; the second half is a hash of
+// the schema's name. Advisory locks are per database already, and a key of
+// its own per schema lets schemas on one database (each test has one)
+// migrate side by side instead of queueing behind each other.
+const lockClass = 7265_1001
+
+// lockSQL takes the schema's migration lock until the transaction ends. An
+// empty search path (no schema selected) hashes as "": nothing can be
+// created there anyway, and a NULL key would take no lock at all.
+const lockSQL = "SELECT pg_advisory_xact_lock(?, hashtext(coalesce(current_schema(), '')))"
 
 // Apply brings the database up to the newest version and returns how many
 // migrations it applied. Re-running is a no-op. A database whose version is
@@ -85,7 +94,7 @@ func Apply(db *gorm.DB) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := db.Exec(versionTable).Error; err != nil {
+	if err := createVersionTable(db, dialect); err != nil {
 		return 0, fmt.Errorf("create schema_migrations: %w", err)
 	}
 	if _, err := check(db, len(ms)); err != nil {
@@ -104,16 +113,38 @@ func Apply(db *gorm.DB) (int, error) {
 	return applied, nil
 }
 
-// applyOne runs one migration in a transaction unless it is already recorded.
-// On Postgres the transaction first takes an advisory lock, so two instances
-// starting together apply each file once.
+// lock serialises, on Postgres, the transaction tx with every other
+// instance's migrations of the same schema. SQLite's transactions begin
+// IMMEDIATE, holding the database's write lock already.
+func lock(tx *gorm.DB, dialect string) error {
+	if dialect != "postgres" {
+		return nil
+	}
+	return tx.Exec(lockSQL, lockClass).Error
+}
+
+// createVersionTable creates schema_migrations under the lock. Two
+// instances running CREATE TABLE IF NOT EXISTS at once on an empty Postgres
+// both find no table and both create one, and the second fails on the
+// catalog's unique index (pg_type_typname_nsp_index): IF NOT EXISTS is no
+// guard against a concurrent create.
+func createVersionTable(db *gorm.DB, dialect string) error {
+	return db.Transaction(func(tx *gorm.DB) error {
+		if err := lock(tx, dialect); err != nil {
+			return err
+		}
+		return tx.Exec(versionTable).Error
+	})
+}
+
+// applyOne runs one migration in a transaction unless it is already
+// recorded. The transaction first takes the lock, so two instances starting
+// together apply each file once.
 func applyOne(db *gorm.DB, dialect string, m Migration) (bool, error) {
 	applied := false
 	err := db.Transaction(func(tx *gorm.DB) error {
-		if dialect == "postgres" {
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", advisoryKey).Error; err != nil {
-				return err
-			}
+		if err := lock(tx, dialect); err != nil {
+			return err
 		}
 		var n int64
 		if err := tx.Raw("SELECT COUNT(*) FROM schema_migrations WHERE version = ?", m.Version).Scan(&n).Error; err != nil {

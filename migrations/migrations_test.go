@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,4 +102,84 @@ func TestUniqueKeysAreEnforcedByTheDatabase(t *testing.T) {
 		require.NoError(t, db.Model(&models.InProgress{}).Count(&n).Error)
 		require.EqualValues(t, 1, n)
 	})
+}
+
+// Instances starting together on an empty Postgres each migrate: every one
+// of them must succeed, and each file must be applied once. Ten at once on a
+// fresh schema, twenty times over.
+func TestConcurrentStartsOnAnEmptyPostgres(t *testing.T) {
+	const rounds, instances = 20, 10
+	latest, err := migrations.Latest(models.Postgres)
+	require.NoError(t, err)
+	for round := range rounds {
+		dsn := dbtest.PostgresURL(t)
+		applied := make([]int, instances)
+		errs := make([]error, instances)
+		var wg sync.WaitGroup
+		for i := range instances {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				db, err := models.Open(dsn)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				defer models.Close(db)
+				applied[i], errs[i] = migrations.Apply(db)
+			}()
+		}
+		wg.Wait()
+		total := 0
+		for i := range instances {
+			require.NoError(t, errs[i], "round %d, instance %d", round, i)
+			total += applied[i]
+		}
+		require.Equal(t, latest, total, "round %d: every migration applied exactly once across the instances", round)
+	}
+}
+
+// The migration lock is the schema's: while one schema's lock is held, a
+// migration of another schema on the same database goes ahead, and one of
+// the same schema (a second instance) waits until the lock is let go.
+func TestMigrationLockIsPerSchema(t *testing.T) {
+	url := dbtest.PostgresURL(t)
+	tx := dbtest.Open(t, url).Begin()
+	require.NoError(t, tx.Error)
+	defer tx.Rollback()
+	require.NoError(t, migrations.Lock(tx))
+
+	other := applyInBackground(t, dbtest.PostgresURL(t))
+	select {
+	case err := <-other:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		tx.Rollback()
+		t.Fatal("a migration of another schema waited for this schema's lock")
+	}
+
+	same := applyInBackground(t, url)
+	select {
+	case err := <-same:
+		t.Fatalf("a second instance migrated the schema while its lock was held (err %v)", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NoError(t, tx.Rollback().Error)
+	select {
+	case err := <-same:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second instance still waits after the lock was let go")
+	}
+}
+
+// applyInBackground migrates the database at a --db value on a handle of
+// its own, as another instance would, and sends Apply's error when done.
+func applyInBackground(t *testing.T, v string) <-chan error {
+	db, err := models.Open(v)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = models.Close(db) })
+	done := make(chan error, 1)
+	go func() { _, err := migrations.Apply(db); done <- err }()
+	return done
 }

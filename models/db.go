@@ -53,9 +53,9 @@ func Open(v string) (*gorm.DB, error) {
 	var db *gorm.DB
 	switch dialect {
 	case SQLite:
-		db, err = gorm.Open(sqlite.Open(sqliteDSN(source)), cfg)
+		db, err = gorm.Open(classifying{sqlite.Open(sqliteDSN(source))}, cfg)
 	case Postgres:
-		db, err = gorm.Open(postgres.Open(source), cfg)
+		db, err = gorm.Open(classifying{postgres.Open(source)}, cfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
@@ -116,4 +116,26 @@ func indexedBy(dialect, table, index string) string {
 		return table + " INDEXED BY " + index
 	}
 	return table
+}
+
+// DatabaseNow reads the database server's clock: the time every instance
+// sharing the database keeps to (clock.Anchored). SQLite's is this
+// machine's, the only one that can share its file.
+func DatabaseNow(db *gorm.DB) (time.Time, error) {
+	if Dialect(db) == Postgres {
+		var now time.Time
+		if err := db.Raw("SELECT clock_timestamp()").Row().Scan(&now); err != nil {
+			return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
+		}
+		return now.UTC(), nil
+	}
+	var text string
+	if err := db.Raw("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')").Row().Scan(&text); err != nil {
+		return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
+	}
+	now, err := time.Parse("2006-01-02 15:04:05.000", text)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the database's clock: %q: %w", text, err)
+	}
+	return now, nil
 }

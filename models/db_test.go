@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
+	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
 )
 
@@ -38,4 +41,18 @@ func TestSQLiteConnectionsAreDurable(t *testing.T) {
 	for _, c := range conns {
 		require.NoError(t, c.Close())
 	}
+}
+
+// The database's clock is read to the millisecond on both databases; both
+// run on this machine here, so it tells this machine's time.
+func TestDatabaseNowReadsTheServersClock(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		before := time.Now().Add(-time.Millisecond)
+		now, err := models.DatabaseNow(db.WithContext(context.Background()))
+		after := time.Now().Add(time.Millisecond)
+		require.NoError(t, err)
+		require.Equal(t, time.UTC, now.Location())
+		require.False(t, now.Before(before) || now.After(after), "%v not within [%v, %v]", now, before, after)
+	})
 }

@@ -399,6 +399,7 @@ func taskLabel(name string) string {
 var taskOrder = []struct{ name, label string }{
 	{"send", "Sends links that are due"},
 	{"rescue-expired-leases", "Returns links whose worker stopped answering"},
+	{"measure-clock", "Reads the database's clock, the one every instance keeps to"},
 	{"reconcile", "Compares each service with our links"},
 	{"refresh-stats", "Recounts the numbers on the overview and the Failed page"},
 	{"prune-attempts", "Deletes old entries from the attempt log"},

@@ -30,15 +30,10 @@ func (b *bundle) api() *api {
 
 func (a *api) do(method, path, body string) (int, map[string]any) {
 	a.c.b.t.Helper()
-	req, err := http.NewRequest(method, a.c.b.srv.URL+path, strings.NewReader(body))
-	require.NoError(a.c.b.t, err)
-	req.Header = a.auth.Clone()
-	res, err := a.c.http.Do(req)
-	require.NoError(a.c.b.t, err)
-	defer res.Body.Close()
+	r := a.send(method, path, body)
 	var out map[string]any
-	require.NoError(a.c.b.t, json.NewDecoder(res.Body).Decode(&out), "every API answer is JSON")
-	return res.StatusCode, out
+	require.NoError(a.c.b.t, json.Unmarshal([]byte(r.body), &out), "every API answer is JSON")
+	return r.status, out
 }
 
 func TestRecordsAPIUpsertIsIdempotent(t *testing.T) {

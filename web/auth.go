@@ -2,14 +2,13 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/mail"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/views"
@@ -21,13 +20,6 @@ const (
 	msgBadLogin  = "Email or password is incorrect."
 	msgThrottled = "Too many failed sign-ins. Wait %s and try again, or ask an admin."
 	msgBusy      = "Too many sign-ins at this moment. Try again in a few seconds."
-)
-
-// maxSignInChecks is how many password checks run at once; signInWait is
-// how long a sign-in waits for its turn before it is told to come back.
-const (
-	maxSignInChecks = 4
-	signInWait      = 5 * time.Second
 )
 
 func (s *Server) showLogin(c echo.Context) error {
@@ -46,25 +38,15 @@ func (s *Server) login(c echo.Context) error {
 		view.Error = "Enter your email and your password."
 		return s.renderStatus(c, http.StatusBadRequest, views.LoginPage(view))
 	}
-	// The throttle is read inside the turn, after the failures of the
-	// checks ahead were recorded: a burst of guesses at one account gets at
-	// most maxSignInChecks-1 past the limit, not all of them.
-	select {
-	case s.signIns <- struct{}{}:
-		defer func() { <-s.signIns }()
-	case <-time.After(signInWait):
-		view.Error = msgBusy
-		return s.renderStatus(c, http.StatusServiceUnavailable, views.LoginPage(view))
-	case <-c.Request().Context().Done():
-		return c.Request().Context().Err()
-	}
-	if throttled, err := s.loginThrottled(email, c.RealIP()); err != nil {
+	leave, refused, err := s.takeCheckTurn(c, email)
+	if err != nil {
 		return err
-	} else if throttled {
-		s.auditLogin(c, email, models.OutcomeThrottled, nil)
-		view.Error = fmt.Sprintf(msgThrottled, s.cfg.Login.Window)
-		return s.renderStatus(c, http.StatusTooManyRequests, views.LoginPage(view))
 	}
+	if refused != nil {
+		view.Error = refused.message
+		return s.renderStatus(c, refused.status, views.LoginPage(view))
+	}
+	defer leave()
 	user, err := models.UserByEmail(s.db, email)
 	switch {
 	case errors.Is(err, models.ErrNotFound):
@@ -87,6 +69,7 @@ func (s *Server) login(c echo.Context) error {
 	}
 	s.setSessionCookie(c, token)
 	s.clearLoginCSRFCookie(c) // the new session's own CSRF token takes over
+	s.rememberDevice(c, user.ID)
 	s.auditLogin(c, email, models.OutcomeSuccess, &user.ID)
 	return c.Redirect(http.StatusSeeOther, next)
 }
@@ -105,16 +88,16 @@ func (s *Server) logout(c echo.Context) error {
 // loginThrottled reports whether an account or a client IP has failed too
 // often within the window. Failures are counted from the audit log, which
 // every instance shares.
-func (s *Server) loginThrottled(email, ip string) (bool, error) {
+func (s *Server) loginThrottled(db *gorm.DB, email, ip string) (bool, error) {
 	since := s.clock.Now().Add(-s.cfg.Login.Window)
-	n, err := models.CountFailures(s.db, "auth.login", loginTarget(email), "", since)
+	n, err := models.CountFailures(db, "auth.login", loginTarget(email), "", since)
 	if err != nil {
 		return false, err
 	}
 	if n >= int64(s.cfg.Login.MaxFailures) {
 		return true, nil
 	}
-	n, err = models.CountFailures(s.db, "auth.login", "", ip, since)
+	n, err = models.CountFailures(db, "auth.login", "", ip, since)
 	return n >= int64(s.cfg.Login.MaxFailuresPerIP), err
 }
 

@@ -184,7 +184,7 @@ func TestThrottlingHoldsUnderABurst(t *testing.T) {
 		wg.Wait()
 		require.Equal(t, burst, codes[http.StatusUnauthorized]+codes[http.StatusTooManyRequests], "only refusals: %v", codes)
 		require.GreaterOrEqual(t, codes[http.StatusUnauthorized], b.cfg.Login.MaxFailures)
-		require.LessOrEqual(t, codes[http.StatusUnauthorized], b.cfg.Login.MaxFailures+maxSignInChecks-1,
+		require.LessOrEqual(t, codes[http.StatusUnauthorized], b.cfg.Login.MaxFailures+strangerChecks-1,
 			"password checks past the limit: %v", codes)
 	})
 }

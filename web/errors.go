@@ -31,11 +31,14 @@ func problemFor(err error) views.Problem {
 	var se *statusError
 	var he *echo.HTTPError
 	var inv *models.InvalidError
+	var down *models.UnavailableError
 	switch {
 	case errors.As(err, &se):
 		return views.Problem{Status: se.status, Title: titleFor(se.status), Message: se.message}
 	case errors.As(err, &inv):
 		return views.Problem{Status: http.StatusBadRequest, Title: titleFor(http.StatusBadRequest), Message: inv.Reason}
+	case models.AsUnavailable(err, &down):
+		return views.Problem{Status: http.StatusServiceUnavailable, Title: titleFor(http.StatusServiceUnavailable), Message: down.Reason}
 	case errors.Is(err, models.ErrNotFound):
 		return views.Problem{Status: http.StatusNotFound, Title: "Not found", Message: sentence(err.Error())}
 	case errors.Is(err, models.ErrConflict):
@@ -76,6 +79,8 @@ func titleFor(status int) string {
 		return "Already in progress"
 	case http.StatusTooManyRequests:
 		return "Too many tries"
+	case http.StatusServiceUnavailable:
+		return "Not available right now"
 	}
 	return "Something went wrong"
 }
@@ -97,8 +102,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	p := problemFor(err)
-	if p.Status >= 500 {
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	s.logFailure(c, p, err)
+	if p.Status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", retryAfterSeconds)
 	}
 	if strings.HasPrefix(c.Request().URL.Path, "/api/") || strings.HasPrefix(c.Request().URL.Path, "/hooks/") {
 		_ = c.JSON(p.Status, map[string]string{"error": p.Message})
@@ -111,6 +117,23 @@ func (s *Server) handleError(err error, c echo.Context) {
 	section := sectionOf(c.Request().URL.Path)
 	p.Back = backTo(c, section)
 	_ = s.renderStatus(c, p.Status, views.ErrorPage(s.page(c, p.Title, section), p))
+}
+
+// retryAfterSeconds is the Retry-After of a 503: long enough that clients
+// do not hammer a database that is down, short enough to notice it is back.
+const retryAfterSeconds = "5"
+
+// logFailure logs a 5xx. A database outage is logged without the path: every
+// request meets the same failure, and the log (which writes a repeated
+// failure once per interval, with a count) should see it as one.
+func (s *Server) logFailure(c echo.Context, p views.Problem, err error) {
+	var down *models.UnavailableError
+	switch {
+	case p.Status == http.StatusServiceUnavailable && models.AsUnavailable(err, &down):
+		s.log.Error("database unavailable", "reason", down.Reason, "err", err)
+	case p.Status >= 500:
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
 }
 
 // sectionOf is the menu entry a path belongs to ("/links" for

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -48,30 +50,53 @@ const (
 
 type signer func(body string, at time.Time) http.Header
 
-var signers = map[string]signer{
-	"stripe": func(body string, at time.Time) http.Header {
-		ts := strconv.FormatInt(at.Unix(), 10)
-		return http.Header{"Stripe-Signature": {"t=" + ts + ",v1=" + hex.EncodeToString(hmacSHA256([]byte(stripeSecret), ts+"."+body))}}
-	},
-	"standard": func(body string, at time.Time) http.Header {
+// signedAt signs a delivery as its scheme's provider documents it, at a
+// time; forged signs it with another secret.
+func (d delivery) signedAt(at time.Time, forged bool) http.Header {
+	secret := map[string]string{"stripe": stripeSecret, "github": githubSecret, "shopify": shopifySecret, "hmac": hmacSecret}[d.scheme]
+	if forged {
+		secret = "not-" + secret
+	}
+	body, ts := string(d.body), strconv.FormatInt(at.Unix(), 10)
+	switch d.scheme {
+	case "stripe":
+		return http.Header{"Stripe-Signature": {"t=" + ts + ",v1=" + hex.EncodeToString(hmacSHA256([]byte(secret), ts+"."+body))}}
+	case "standard":
 		key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(standardSecret, "whsec_"))
-		id, ts := "msg_"+strconv.Itoa(len(body)), strconv.FormatInt(at.Unix(), 10)
-		sig := base64.StdEncoding.EncodeToString(hmacSHA256(key, id+"."+ts+"."+body))
-		return http.Header{"Webhook-Id": {id}, "Webhook-Timestamp": {ts}, "Webhook-Signature": {"v1," + sig}}
-	},
-	"github": func(body string, _ time.Time) http.Header {
-		return http.Header{"X-Hub-Signature-256": {"sha256=" + hex.EncodeToString(hmacSHA256([]byte(githubSecret), body))},
-			"X-Github-Delivery": {"72d3162e-cc78-11e3-81ab-4c9367dc0958"}, "X-Github-Hook-Id": {"42"}, "X-Github-Event": {"push"}}
-	},
-	"shopify": func(body string, _ time.Time) http.Header {
-		return http.Header{"X-Shopify-Hmac-Sha256": {base64.StdEncoding.EncodeToString(hmacSHA256([]byte(shopifySecret), body))},
-			"X-Shopify-Webhook-Id": {"b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"}, "X-Shopify-Topic": {"orders/create"}}
-	},
-	"hmac": func(body string, at time.Time) http.Header {
-		ts := strconv.FormatInt(at.Unix(), 10)
-		return http.Header{"X-Signature": {hex.EncodeToString(hmacSHA256([]byte(hmacSecret), ts+"."+body))},
-			"X-Timestamp": {ts}, "X-Event-Id": {"gen-1"}}
-	},
+		if forged {
+			key = []byte("another key")
+		}
+		sig := base64.StdEncoding.EncodeToString(hmacSHA256(key, d.id+"."+ts+"."+body))
+		return http.Header{"Webhook-Id": {d.id}, "Webhook-Timestamp": {ts}, "Webhook-Signature": {"v1," + sig}}
+	case "github":
+		return http.Header{"X-Hub-Signature-256": {"sha256=" + hex.EncodeToString(hmacSHA256([]byte(secret), body))},
+			"X-Github-Delivery": {d.id}, "X-Github-Hook-Id": {"42"}, "X-Github-Event": {d.typ}}
+	case "shopify":
+		return http.Header{"X-Shopify-Hmac-Sha256": {base64.StdEncoding.EncodeToString(hmacSHA256([]byte(secret), body))},
+			"X-Shopify-Webhook-Id": {d.id}, "X-Shopify-Topic": {d.typ}}
+	}
+	return http.Header{"X-Signature": {hex.EncodeToString(hmacSHA256([]byte(secret), ts+"."+body))},
+		"X-Timestamp": {ts}, "X-Event-Id": {d.id}}
+}
+
+// signerFor signs bodies for a scheme with the id and type a provider of
+// that scheme sends in its headers (Stripe's are in the body).
+func signerFor(scheme, id, typ string) signer {
+	return func(body string, at time.Time) http.Header {
+		d := delivery{scheme: scheme, id: id, typ: typ, body: []byte(body)}
+		if scheme == "standard" {
+			d.id = "msg_" + strconv.Itoa(len(body))
+		}
+		return d.signedAt(at, false)
+	}
+}
+
+var signers = map[string]signer{
+	"stripe":   signerFor("stripe", "", ""),
+	"standard": signerFor("standard", "", ""),
+	"github":   signerFor("github", "72d3162e-cc78-11e3-81ab-4c9367dc0958", "push"),
+	"shopify":  signerFor("shopify", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "orders/create"),
+	"hmac":     signerFor("hmac", "gen-1", ""),
 }
 
 func hookServices() map[string]config.Service {
@@ -121,7 +146,7 @@ func post(t *testing.T, url, body string, h http.Header) (int, string) {
 	return res.StatusCode, string(raw)
 }
 
-func countEvents(t *testing.T, db *gorm.DB) int64 {
+func countEvents(t testing.TB, db *gorm.DB) int64 {
 	var n int64
 	require.NoError(t, db.Model(&models.ProcessedEvent{}).Count(&n).Error)
 	return n
@@ -226,5 +251,71 @@ func TestConcurrentDeliveriesOfOneEvent(t *testing.T) {
 			require.Equal(t, 199, ev.Duplicates, "run %d", run)
 		}
 		require.EqualValues(t, 10, countEvents(t, db))
+	})
+}
+
+// Deliveries that Postgres refused mid-transaction (a 5xx the provider
+// re-sends for days) and SQLite took get one answer on both databases: a
+// 400 saying what no database can hold in the event id or type; else a 2xx
+// and the event stored in a form both hold — an overlong id or type as its
+// head and SHA-256, an object id that cannot be looked up as failed.
+func TestUnstorableDeliveriesGetTheSameAnswerOnBothDatabases(t *testing.T) {
+	t.Parallel()
+	long := overlong(3000)
+	refused := []struct {
+		name string
+		d    delivery
+		says string
+	}{
+		{"a NUL in the event id", fuzzDelivery(0, "evt_\x00", "payment.succeeded", "pay_1", ""), "the event id contains a NUL character"},
+		{"a NUL in the type", fuzzDelivery(0, "evt_t", "payment.\x00succeeded", "pay_1", ""), "the event type contains a NUL character"},
+		{"invalid UTF-8 in a header's id", fuzzDelivery(2, "gh-\xff", "push", "", ""), "the event id is not valid UTF-8"},
+		{"invalid UTF-8 in a header's type", fuzzDelivery(3, "shop-1", "orders/\xffcreate", "", ""), "the event type is not valid UTF-8"},
+	}
+	stored := []struct {
+		name, outcome, note string
+		d                   delivery
+	}{
+		{"a NUL in the payment's id", models.EventFailed, "the object's id contains a NUL character",
+			fuzzDelivery(0, "evt_nul_pay", "payment.succeeded", "pay_\x001", "")},
+		{"a NUL in the deal's key", models.EventFailed, "the object's external_key contains a NUL character",
+			delivery{"standard", "msg_nul_key", "", []byte(`{"type":"deal.updated","data":{"id":"deal_1","external_key":"k\u0000"}}`)}},
+		{"an overlong contact id", models.EventFailed, "the object's id is longer than 1024 bytes",
+			fuzzDelivery(1, "msg_long_contact", "contact.created", long, "")},
+		{"an overlong event id", models.EventIgnored, "no effect", fuzzDelivery(0, long, "x.unknown", "pay_1", "")},
+		{"another overlong id with the same head", models.EventIgnored, "no effect", fuzzDelivery(0, long[:2000]+"x", "x.unknown", "pay_1", "")},
+		{"an overlong type", models.EventIgnored, "no effect", fuzzDelivery(4, "gen-long-type", long, "", "")},
+		{"NUL and invalid UTF-8 after the body", models.EventIgnored, "no effect", fuzzDelivery(4, "gen-junk", "x", "", "\x00\xff")},
+	}
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := fuzzHandler(t, db)
+		for _, c := range refused {
+			code, out := c.d.send(h, true)
+			require.Equal(t, http.StatusUnauthorized, code, "%s, forged: a bad signature is a 401 whatever the event holds: %s", c.name, out)
+			code, out = c.d.send(h, false)
+			require.Equal(t, http.StatusBadRequest, code, "%s: %s", c.name, out)
+			require.Contains(t, out, c.says, c.name)
+		}
+		require.Zero(t, countEvents(t, db), "a refused delivery stores nothing")
+
+		ids := map[string]bool{}
+		for _, c := range stored {
+			var res inbox.Result
+			for i, duplicate := range []bool{false, true} {
+				code, out := c.d.send(h, false)
+				require.Equal(t, http.StatusOK, code, "%s, delivery %d: %s", c.name, i+1, out)
+				require.NoError(t, json.Unmarshal([]byte(out), &res))
+				require.Equal(t, duplicate, res.Duplicate, "%s, delivery %d", c.name, i+1)
+			}
+			ev, err := models.EventByID(db, c.d.scheme, res.EventID)
+			require.NoError(t, err, c.name)
+			require.Equal(t, c.outcome, ev.Outcome, c.name)
+			require.Contains(t, ev.Error, c.note, c.name)
+			require.LessOrEqual(t, len(ev.EventID)+len(ev.EventType), 600, "%s: the id and type fit an index entry", c.name)
+			require.True(t, utf8.ValidString(ev.Payload) && !strings.ContainsRune(ev.Payload, 0), "%s: the payload is text", c.name)
+			ids[res.EventID] = true
+		}
+		require.Len(t, ids, len(stored), "each delivery is its own event")
+		require.EqualValues(t, len(stored), countEvents(t, db))
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/syncdesk/syncdesk/sync/outbox"
 )
 
 // maxFormBody bounds a page form's body. The largest form, a bulk retry of
@@ -70,6 +72,19 @@ func readableForm(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if !allText(flatten(form)) {
 			return errBadRequest("The form holds characters that are not text (a NUL byte or invalid UTF-8).")
+		}
+		return next(c)
+	}
+}
+
+// recordKey answers 400 for a record's address whose type or id no record
+// may have (outbox.CheckKey: a bidi control such as U+202E, a slash, a
+// space…), in the words of that check, before a handler reads them: "no
+// service is configured for records of type …" or a 404 would hide why.
+func recordKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := outbox.CheckKey(c.Param("type"), c.Param("id")); err != nil {
+			return err
 		}
 		return next(c)
 	}

@@ -88,3 +88,38 @@ func TestAFormTooLargeIsRefusedUnread(t *testing.T) {
 	require.Equal(t, http.StatusRequestEntityTooLarge, r.status, r.body)
 	require.Contains(t, r.body, "The form is too large")
 }
+
+// A record id or type holding U+202E (or another bidi control) could be
+// shown reading as another id: the API refuses it with a 400 that names the
+// field and the character, writes nothing, and the record page refuses it
+// the same way. A links search for one just finds nothing.
+func TestBidiControlsInRecordKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		a := b.api()
+		rlo := url.PathEscape("\u202e")
+		for _, tc := range []struct{ method, path, words string }{
+			{"PUT", "/api/v1/records/order/12" + rlo + "34", "the id holds U+202E"},
+			{"PUT", "/api/v1/records/ord" + rlo + "er/1234", "the type holds U+202E"},
+			{"PUT", "/api/v1/records/order/" + url.PathEscape("12\u206634"), "the id holds U+2066"},
+			{"PUT", "/api/v1/records/order/" + url.PathEscape("12\u061c34"), "the id holds U+061C"},
+			{"GET", "/api/v1/records/order/12" + rlo + "34", "the id holds U+202E"},
+		} {
+			code, out := a.do(tc.method, tc.path, `{"title":"x"}`)
+			require.Equal(t, http.StatusBadRequest, code, "%s %s: %v", tc.method, tc.path, out)
+			require.Contains(t, out["error"], tc.words, "%s %s", tc.method, tc.path)
+		}
+		var records, links int64
+		require.NoError(t, db.Model(&models.Record{}).Count(&records).Error)
+		require.NoError(t, db.Model(&models.Link{}).Count(&links).Error)
+		require.Zero(t, records+links, "a refused id writes nothing")
+
+		c := b.signedIn("ana@example.com", models.RoleViewer)
+		r := c.get("/records/order/12" + rlo + "34")
+		require.Equal(t, http.StatusBadRequest, r.status)
+		require.Contains(t, r.body, "the id holds U+202E")
+		r = c.get("/links?q=12" + rlo + "34")
+		require.Equal(t, http.StatusOK, r.status, "a search for a bidi control is a search that finds nothing")
+	})
+}

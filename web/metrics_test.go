@@ -45,8 +45,35 @@ func TestMetricsBehindTheirOwnToken(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	require.Contains(t, r.body, `syncdesk_attempts_total{outcome="ok",service="crm"} 1`)
 	require.Contains(t, r.body, `syncdesk_links{service="crm",status="success"} 1`)
+}
 
-	// Closed (the default): there is no /metrics at all.
-	r = setupSQLite(t).client().get("/metrics")
-	require.Equal(t, http.StatusSeeOther, r.status, "closed metrics are just another page behind the login")
+// Closed (the default), /metrics is not there, for everyone alike: a 404,
+// not the login page a scraper would read as a broken target.
+func TestClosedMetricsAreNotFound(t *testing.T) {
+	t.Parallel()
+	b := setupSQLite(t)
+	cfg := b.cfg
+	cfg.Metrics.Access = "closed"
+	s, err := New(Deps{DB: b.db, Config: cfg, Clock: b.clock, Log: slog.New(slog.DiscardHandler), Metrics: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	b.srv = srv
+
+	anonymous := b.client()
+	signedIn := b.signedIn("ana@example.com", models.RoleAdmin)
+	for name, c := range map[string]*client{"anonymous": anonymous, "signed in": signedIn} {
+		r := c.get("/metrics")
+		require.Equal(t, http.StatusNotFound, r.status, "%s: %s", name, r.header.Get("Location"))
+		require.Contains(t, r.body, "There is no page at this address.", name)
+		require.NotContains(t, r.body, "# TYPE", name)
+	}
+	// Open but without a registry to serve, it is not there either.
+	cfg.Metrics.Access = "open"
+	s, err = New(Deps{DB: b.db, Config: cfg, Clock: b.clock, Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	bare := httptest.NewServer(s.Handler())
+	defer bare.Close()
+	b.srv = bare
+	require.Equal(t, http.StatusNotFound, anonymous.get("/metrics").status)
 }

@@ -73,11 +73,7 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err) // write the response now, so the status logged is the one sent
 		}
 		status := c.Response().Status
-		level := slog.LevelInfo
-		if status >= 500 {
-			level = slog.LevelError
-		}
-		s.log.LogAttrs(c.Request().Context(), level, "request",
+		s.log.LogAttrs(c.Request().Context(), requestLevel(status), "request",
 			slog.String("method", c.Request().Method),
 			slog.String("path", c.Request().URL.Path),
 			slog.Int("status", status),
@@ -86,6 +82,17 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
 		return nil
 	}
+}
+
+// requestLevel is the level of a request's line: Error for a 5xx, except a
+// 503, which says plainly that the database is unavailable; its cause is
+// logged once per interval as "database unavailable", and the line stays
+// at Info, one per request, so that the access log remains complete.
+func requestLevel(status int) slog.Level {
+	if status >= 500 && status != http.StatusServiceUnavailable {
+		return slog.LevelError
+	}
+	return slog.LevelInfo
 }
 
 // recoverPanics turns a panic in a handler into a 500 and a logged stack.

@@ -3,7 +3,6 @@ package web
 import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/static"
@@ -25,10 +24,8 @@ func (s *Server) routes() error {
 	e.GET("/login", s.showLogin, s.loginCSRF)
 	e.POST("/login", s.login, readableForm, s.loginCSRF)
 	e.POST("/hooks/:service", s.receiveHook)
-	if s.cfg.Metrics.Access != "closed" && s.metrics != nil {
-		// Open, or behind its own bearer token: scrapers do not sign in.
-		e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})), s.metricsAuth)
-	}
+	// Open, behind its own bearer token (scrapers do not sign in), or closed: 404.
+	e.GET("/metrics", s.serveMetrics(), s.metricsAuth)
 
 	// Pages: a session, then this origin and the session's CSRF token on every state change.
 	pages := e.Group("", readableForm, s.requireUser, s.sessionCSRF, noStore)
@@ -46,7 +43,7 @@ func (s *Server) routes() error {
 	pages.POST("/links/:id/sync", s.syncLink, operator)
 	pages.POST("/links/:id/fail", s.failLink, operator)
 	pages.POST("/links/:id/recreate", s.recreateLink, operator)
-	pages.GET("/records/:type/:id", s.showRecord)
+	pages.GET("/records/:type/:id", s.showRecord, recordKey)
 	pages.GET("/failed", s.listFailed)
 	pages.GET("/failed/group", s.showFailedGroup)
 	pages.POST("/failed/retry", s.askRetry, operator)
@@ -79,8 +76,8 @@ func (s *Server) routes() error {
 	api := e.Group("/api/v1", s.requireToken, noStore)
 	api.GET("/links", s.apiListLinks)
 	api.POST("/links/:id/sync", s.apiSyncLink)
-	api.PUT("/records/:type/:id", s.apiPutRecord)
-	api.GET("/records/:type/:id", s.apiGetRecord)
+	api.PUT("/records/:type/:id", s.apiPutRecord, recordKey)
+	api.GET("/records/:type/:id", s.apiGetRecord, recordKey)
 	api.POST("/events/:service/:id/replay", s.apiReplayEvent)
 	return nil
 }

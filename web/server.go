@@ -64,10 +64,9 @@ type Server struct {
 	sched   *schedule.Scheduler
 	rec     *reconcile.Reconciler
 	echo    *echo.Echo
-	// signIns bounds the password checks running at once: each takes
-	// argon2's 19 MiB and a core's worth of work, and a check that waits
-	// here has not yet read the failures that the ones ahead will record.
-	signIns chan struct{}
+	// signIns hands out the password checks: a few shared by strangers,
+	// a few of their own for browsers that signed in before.
+	signIns *signInGate
 	proxies []netip.Prefix // config.TrustedProxies
 }
 
@@ -83,7 +82,7 @@ func New(d Deps) (*Server, error) {
 		d.Redactor = redact.New(nil)
 	}
 	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, redact: d.Redactor, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, pauser: d.Pauser, sched: d.Scheduler, rec: d.Reconciler, echo: echo.New(),
-		signIns: make(chan struct{}, maxSignInChecks)}
+		signIns: newSignInGate()}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError

@@ -36,6 +36,7 @@ type bundle struct {
 	cfg   config.Config
 	eng   *outbox.Engine
 	crm   *sandbox.Provider
+	web   *Server
 }
 
 const testPassword = "correct-horse-battery"
@@ -62,7 +63,7 @@ func setup(t *testing.T, db *gorm.DB) *bundle {
 	require.NoError(t, err)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &bundle{t: t, db: db, clock: clk, srv: srv, cfg: cfg, eng: eng, crm: crm}
+	return &bundle{t: t, db: db, clock: clk, srv: srv, cfg: cfg, eng: eng, crm: crm, web: s}
 }
 
 // setupSQLite serves syncdesk on a fresh SQLite file.

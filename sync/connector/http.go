@@ -66,13 +66,12 @@ type HTTP struct {
 }
 
 // NewHTTP builds the connector of a service. Headers' ${VAR} references are
-// expanded here, once; the values stay in memory only.
+// expanded here, once; the values stay in memory only, and r learns them
+// (with the service's other secrets, see config.Service.Secrets), so that a
+// provider quoting a credential back has it masked wherever r redacts.
 func NewHTTP(name string, svc config.Service, r *redact.Redactor, transport http.RoundTripper) *HTTP {
-	h := http.Header{}
-	for k, v := range svc.Headers {
-		expanded, _ := config.ExpandEnv(v)
-		h.Set(k, expanded)
-	}
+	h := svc.ExpandedHeaders()
+	r.AddSecrets(svc.Secrets()...)
 	if transport == nil {
 		transport = &http.Transport{MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second,
 			ResponseHeaderTimeout: svc.Timeout}
@@ -222,6 +221,12 @@ func (c *HTTP) List(ctx context.Context, localType, cursor string) (Page, Call) 
 // so every send is one attempt in the log.
 func (c *HTTP) do(ctx context.Context, op, endpoint string, vars map[string]string, body []byte, extra http.Header) (Call, any) {
 	call := Call{Operation: op}
+	red := c.redact
+	if body != nil {
+		// The body is the record's payload: its secrets (a password under
+		// its key) must not come back in the provider's words either.
+		red = red.ForPayload(body)
+	}
 	ep, err := config.ParseEndpoint(endpoint)
 	if err != nil {
 		call.Class, call.Error = Permanent, "misconfigured endpoint: "+err.Error()
@@ -251,7 +256,7 @@ func (c *HTTP) do(ctx context.Context, op, endpoint string, vars map[string]stri
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 	}
-	call.Request = c.excerpt(req.Method+" "+req.URL.RequestURI(), req.Header, body)
+	call.Request = excerpt(red, req.Method+" "+req.URL.RequestURI(), req.Header, body)
 	keyed := c.svc.IdempotencyHeader != "" && req.Header.Get(c.svc.IdempotencyHeader) != ""
 
 	start := c.now()
@@ -259,14 +264,14 @@ func (c *HTTP) do(ctx context.Context, op, endpoint string, vars map[string]stri
 	call.Duration = c.now().Sub(start)
 	if err != nil {
 		call.Class, call.Ambiguous = Classify(0, err, wrote, keyed)
-		call.Error = c.redact.Text(Describe(err, wrote, c.svc.Timeout))
+		call.Error = red.Text(Describe(err, wrote, c.svc.Timeout))
 		return call, nil
 	}
 	defer res.Body.Close()
 	raw, readErr := io.ReadAll(io.LimitReader(res.Body, maxBody))
 	call.HTTPCode = res.StatusCode
 	call.Class, call.Ambiguous = Classify(res.StatusCode, nil, true, keyed)
-	call.Response = c.excerpt(res.Proto+" "+res.Status, res.Header, raw)
+	call.Response = excerpt(red, res.Proto+" "+res.Status, res.Header, raw)
 	if call.Class == OK && readErr != nil {
 		// The provider said yes but the body was cut: the object exists, its id is unknown.
 		call.Class, call.Ambiguous = Temporary, true
@@ -280,7 +285,7 @@ func (c *HTTP) do(ctx context.Context, op, endpoint string, vars map[string]stri
 	if call.Class != OK {
 		call.RetryAfter = RetryAfter(res.Header.Get("Retry-After"), c.now(), c.svc.Retry.Max)
 		msg := fmt.Sprintf("HTTP %d: %s", res.StatusCode, providerMessage(decoded, raw))
-		call.Error = c.redact.Excerpt(c.redact.TextPrefix(msg, errorBody), 300)
+		call.Error = red.Excerpt(red.TextPrefix(msg, errorBody), 300)
 	}
 	return call, decoded
 }
@@ -289,16 +294,16 @@ func (c *HTTP) do(ctx context.Context, op, endpoint string, vars map[string]stri
 // and cut after, so that a cut can never expose half a secret to the
 // patterns. Of a long body only the first excerptBody bytes are redacted,
 // in a way that is safe at the cut (see redact.JSONPrefix).
-func (c *HTTP) excerpt(line string, h http.Header, body []byte) string {
+func excerpt(r *redact.Redactor, line string, h http.Header, body []byte) string {
 	var b strings.Builder
-	b.WriteString(c.redact.Text(line))
+	b.WriteString(r.Text(line))
 	b.WriteString("\n")
-	b.WriteString(c.redact.Headers(h))
+	b.WriteString(r.Headers(h))
 	if len(body) > 0 {
 		b.WriteString("\n\n")
-		b.Write(c.redact.JSONPrefix(body, excerptBody))
+		b.Write(r.JSONPrefix(body, excerptBody))
 	}
-	return c.redact.Excerpt(b.String(), excerptLen)
+	return r.Excerpt(b.String(), excerptLen)
 }
 
 // fill substitutes {name} in a path template, escaping each value for where

@@ -192,3 +192,34 @@ func TestExcerptsOfLongBodiesLeakNothingAtTheCut(t *testing.T) {
 		require.True(t, strings.HasPrefix(call.Error, "HTTP 422: "), call.Error)
 	}
 }
+
+// A provider may quote back, in its own words, the credentials it was sent
+// and the secrets of the payload. The connector masks both in the error and
+// the excerpts: the header's value because NewHTTP tells the redactor, the
+// password because the body is the record's payload.
+func TestEchoedCredentialsAndPayloadSecretsAreMasked(t *testing.T) {
+	t.Setenv("SYNCDESK_TEST_CONNECTOR_KEY", "ck-Wx7Yz3")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var body struct{ Password string }
+		_ = json.Unmarshal(raw, &body)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprintf(w, "key %s refused; password %s is too weak", r.Header.Get("X-Api-Key"), body.Password)
+	}))
+	defer srv.Close()
+	svc := service(srv.URL)
+	svc.Headers = map[string]string{"X-Api-Key": "${SYNCDESK_TEST_CONNECTOR_KEY}"}
+	r := redact.New(nil)
+	c := NewHTTP("crm", svc, r, nil)
+
+	call := c.Create(context.Background(), "order", []byte(`{"title":"a","password":"hunter2 correct horse"}`), "k")
+	require.Equal(t, Permanent, call.Class)
+	require.Equal(t, "HTTP 422: key [redacted] refused; password [redacted] is too weak", call.Error)
+	for _, text := range []string{call.Error, call.Request, call.Response} {
+		require.NotContains(t, text, "ck-Wx7Yz3")
+		require.NotContains(t, text, "hunter2")
+	}
+	require.Equal(t, "key [redacted]", r.Text("key ck-Wx7Yz3"), "the redactor given to NewHTTP knows the key from now on")
+	require.Equal(t, "hunter2 correct horse", r.Text("hunter2 correct horse"), "a record's values stay that record's")
+}

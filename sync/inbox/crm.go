@@ -124,7 +124,10 @@ func dealDeleted(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (str
 func adoptUnknown(kind string) Effect {
 	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
 		obj := object(ev)
-		id := str(obj, "id")
+		id, err := objectID(obj, "id")
+		if err != nil {
+			return "", err
+		}
 		if id == "" {
 			return "", unprocessable("the %s has no id", kind)
 		}

@@ -185,7 +185,8 @@ func requeueOthers(tx *gorm.DB, l *models.Link, now time.Time) error {
 
 // linkedRecord finds the link and the record an event's object belongs to.
 // When there are none, or the link is another object's, it returns why with
-// errIgnored.
+// errIgnored, and an *UnprocessableError when the object's id or key
+// cannot be looked up (objectID).
 //
 // A link found by our key whose external id is not the event's is left
 // alone: two objects can carry our key (a duplicate, which reconciliation
@@ -193,7 +194,14 @@ func requeueOthers(tx *gorm.DB, l *models.Link, now time.Time) error {
 // point at — a person deleting the stray duplicate — would otherwise mark
 // the link of the one we keep deleted, and its Re-create make a third.
 func linkedRecord(tx *gorm.DB, service string, obj map[string]any) (*models.Link, *models.Record, string, error) {
-	id, key := str(obj, "id"), str(obj, "external_key")
+	id, err := objectID(obj, "id")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	key, err := objectID(obj, "external_key")
+	if err != nil {
+		return nil, nil, "", err
+	}
 	link, err := models.LinkByExternal(tx, service, id, key)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, nil, fmt.Sprintf("no local record is linked to %s", strings.Join(nonEmpty(id, key), " or ")), errIgnored

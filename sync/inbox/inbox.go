@@ -28,7 +28,9 @@ import (
 var (
 	// ErrRejected: a missing or bad signature, or a stale timestamp (401).
 	ErrRejected = errors.New("webhook rejected")
-	// ErrBadEvent: verified, but the event cannot be identified (400).
+	// ErrBadEvent: verified, but the event cannot be identified or stored
+	// (400): no id, a body that is not a JSON object, a NUL character or
+	// invalid UTF-8 in the id or the type.
 	ErrBadEvent = errors.New("bad event")
 )
 
@@ -130,7 +132,10 @@ func (r *Receiver) Receive(ctx context.Context, service string, h http.Header, b
 	if err := in.decode(); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}
-	payload := string(r.redact.JSON(in.Raw)) // before the transaction: it needs no lock
+	if err := in.storable(); err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+	}
+	payload := storableText(string(r.redact.JSON(in.Raw))) // before the transaction: it needs no lock
 	var res Result
 	err = r.transaction(ctx, func(tx *gorm.DB) error {
 		var err error

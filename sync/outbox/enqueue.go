@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -21,7 +22,7 @@ type Enqueued struct {
 // every service its type is routed to — in one transaction, so a record is
 // never stored without its links. The same payload again changes nothing.
 func (e *Engine) Upsert(ctx context.Context, localType, localID string, payload []byte) (Enqueued, error) {
-	if err := validKey(localType, localID); err != nil {
+	if err := CheckKey(localType, localID); err != nil {
 		return Enqueued{}, err
 	}
 	canonical, hash, err := models.CanonicalPayload(payload)
@@ -60,27 +61,31 @@ func (e *Engine) linkSpecs(localType, localID string) []models.LinkSpec {
 // Routed reports whether a local type goes to any service.
 func (e *Engine) Routed(localType string) bool { return len(e.routes[localType]) > 0 }
 
-// validKey accepts the type and id of a record. They end up in paths, in
-// external keys and in Idempotency-Key headers, so neither may hold a
-// slash, a space or a control character.
-func validKey(localType, localID string) error {
-	if !plainKey(localType, 64) {
-		return models.Invalid("the type must be 1 to 64 characters without spaces, slashes or control characters")
+// CheckKey says why a record's type or id cannot be taken, or returns nil.
+// They end up in paths, in external keys and in Idempotency-Key headers, so
+// neither may hold a slash, a space or a control character; and they are
+// shown on pages, so neither may hold an invisible formatting character
+// (Unicode category Cf): U+202E and the other bidi controls reorder the
+// text around them, so that the id "12\u202e34" reads as "1243",
+// and zero-width ones make two ids that look the same.
+func CheckKey(localType, localID string) error {
+	if err := checkKeyPart("type", localType, 64); err != nil {
+		return err
 	}
-	if !plainKey(localID, 128) {
-		return models.Invalid("the id must be 1 to 128 characters without spaces, slashes or control characters")
-	}
-	return nil
+	return checkKeyPart("id", localID, 128)
 }
 
-func plainKey(s string, max int) bool {
-	if s == "" || len(s) > max || !utf8.ValidString(s) {
-		return false
-	}
+func checkKeyPart(field, s string, max int) error {
+	plain := s != "" && len(s) <= max && utf8.ValidString(s)
 	for _, r := range s {
-		if r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) {
-			return false
+		if unicode.Is(unicode.Cf, r) {
+			return models.Invalid(fmt.Sprintf("the %s holds %U, an invisible formatting character that changes how text reads on a page; "+
+				"record types and ids may not hold one", field, r))
 		}
+		plain = plain && r != '/' && !unicode.IsSpace(r) && !unicode.IsControl(r)
 	}
-	return true
+	if !plain {
+		return models.Invalid(fmt.Sprintf("the %s must be 1 to %d characters without spaces, slashes or control characters", field, max))
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
 // job is one claimed link with what it needs to be sent.
@@ -26,7 +27,7 @@ func (e *Engine) send(ctx context.Context, j job) (out models.LinkOutcome) {
 		out.Status, out.LastError = models.StatusFailed, fmt.Sprintf("%s is no longer routed to %s in the configuration", j.link.LocalType, j.link.ExternalService)
 		return out
 	}
-	s := sender{e: e, svc: svc, j: j, out: &out}
+	s := sender{e: e, svc: svc, j: j, out: &out, redact: e.opts.Redactor.ForPayload([]byte(j.payload), []byte(j.link.CreatePayload))}
 	s.run(ctx)
 	return out
 }
@@ -37,6 +38,9 @@ type sender struct {
 	svc Service
 	j   job
 	out *models.LinkOutcome
+	// redact knows the record's secrets (its payload's sensitive values, as
+	// sent now or at the first create), for what its attempts store.
+	redact *redact.Redactor
 	// stopped: the last call was cut short by our own stop, which says
 	// nothing about the provider and must not use up the link's attempts.
 	stopped bool
@@ -127,12 +131,16 @@ func (s *sender) call(ctx context.Context, f func() connector.Call) (c connector
 				// The panic's value may quote a request, headers and all: redacted
 				// like every excerpt, since it is stored and shown.
 				c = connector.Call{Operation: "connector", Class: connector.Temporary,
-					Error: s.e.opts.Redactor.Excerpt(s.e.opts.Redactor.Text(fmt.Sprintf("the connector crashed: %v", r)), 300)}
-				s.e.log.Error("connector panic", "service", s.svc.Name, "link", s.j.link.ID, "panic", fmt.Sprint(r))
+					Error: s.redact.Excerpt(s.redact.Text(fmt.Sprintf("the connector crashed: %v", r)), 300)}
+				s.e.log.Error("connector panic", "service", s.svc.Name, "link", s.j.link.ID, "panic", s.redact.Text(fmt.Sprint(r)))
 			}
 		}()
 		c = f()
 	}()
+	// The connector masks what it can see of the record (a create's or an
+	// update's body); a lookup carries none of it, yet its answer may
+	// quote what the provider stored.
+	c.Error, c.Request, c.Response = s.redact.Known(c.Error), s.redact.Known(c.Request), s.redact.Known(c.Response)
 	s.stopped = ctx.Err() != nil
 	s.out.Attempts++
 	outcome := models.Outcome(c.Class)

@@ -94,11 +94,20 @@ func (w *walker) value() ([]byte, error) {
 		if len(lit) == 0 {
 			return nil, errWalk
 		}
-		if cardLike(string(lit)) {
-			return encodeString(cardMask), nil
-		}
-		return lit, nil
+		return w.r.literal(lit), nil
 	}
+}
+
+// literal redacts a number, true, false or null: a card number becomes
+// "[card]", one that holds a known secret "[redacted]" (see AddSecrets).
+func (r *Redactor) literal(lit []byte) []byte {
+	switch s := string(lit); {
+	case cardLike(s):
+		return encodeString(cardMask)
+	case r.maskKnown(s) != s:
+		return redactedJSON
+	}
+	return lit
 }
 
 // literal reads a number, true, false or null.
@@ -205,6 +214,9 @@ func (w *walker) object() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A provider may echo a secret as a key ({"<the key>": "invalid"}).
+		// Sensitive decides on the masked key, which a second pass sees.
+		key = w.r.maskKnown(key)
 		if err := w.expect(':'); err != nil {
 			return nil, err
 		}

@@ -21,12 +21,13 @@ func (r *Redactor) TextPrefix(s string, limit int) string {
 	if len(s) <= limit {
 		return r.Text(s)
 	}
-	return r.Text(dropUnfinished(s[:limit])) + ellipsis
+	return r.Text(r.dropOpenTail(dropUnfinished(s[:limit]))) + ellipsis
 }
 
 // dropUnfinished drops the end of a cut text back to whitespace: a secret
 // (a token, an address, a password in a URL) holds none, so none is left
-// in part. A card number may be written in groups joined by single spaces,
+// in part. A known secret may hold whitespace: what may be its beginning
+// goes too (see dropOpenTail). A card number may be written in groups joined by single spaces,
 // so while what is left ends with a digit and one space, the group before
 // that space goes too.
 func dropUnfinished(s string) string {
@@ -53,7 +54,7 @@ func (r *Redactor) JSONPrefix(body []byte, limit int) []byte {
 	if len(body) <= limit {
 		return r.JSON(body)
 	}
-	doc, openFrom, ok := closeCut(body[:limit])
+	doc, openFrom, ok := r.closeCut(body[:limit])
 	if !ok || !json.Valid(doc) {
 		return []byte(r.TextPrefix(string(body), limit))
 	}
@@ -66,6 +67,7 @@ func (r *Redactor) JSONPrefix(body []byte, limit int) []byte {
 
 // cut is a JSON document cut short, read from its start.
 type cut struct {
+	r     *Redactor // for what a cut string keeps (cutValue)
 	p     []byte
 	i     int
 	stack []byte // the open containers, '{' or '['
@@ -85,8 +87,8 @@ const (
 // in, puts "…" where a value is missing, and closes what is open. openFrom
 // is where the added closing brackets start. It fails on anything that does
 // not begin a JSON document.
-func closeCut(p []byte) (doc []byte, openFrom int, ok bool) {
-	c := &cut{p: p}
+func (r *Redactor) closeCut(p []byte) (doc []byte, openFrom int, ok bool) {
+	c := &cut{r: r, p: p}
 	for {
 		c.skipSpace()
 		if c.i == len(p) {
@@ -207,7 +209,7 @@ func (c *cut) close(kept, partial []byte) (doc []byte, openFrom int, ok bool) {
 	case wantValue:
 		switch {
 		case partial != nil:
-			doc = append(doc, cutValue(partial)...)
+			doc = append(doc, c.r.cutValue(partial)...)
 		case len(c.stack) == 0:
 			return nil, 0, false // nothing of a document
 		case doc[len(doc)-1] == '[':
@@ -225,12 +227,12 @@ func (c *cut) close(kept, partial []byte) (doc []byte, openFrom int, ok bool) {
 // cutValue stands for a value the cut fell in. A string keeps its words
 // before the cut, unless it holds JSON of its own, which would need closing
 // in turn; anything else becomes "…".
-func cutValue(partial []byte) string {
+func (r *Redactor) cutValue(partial []byte) string {
 	s := string(partial)
 	if !strings.HasPrefix(s, `"`) {
 		return `"` + ellipsis + `"`
 	}
-	words := dropUnfinished(s[1:])
+	words := r.dropOpenTail(dropUnfinished(s[1:]))
 	if t := strings.TrimSpace(words); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
 		words = ""
 	}

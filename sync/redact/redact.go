@@ -46,6 +46,18 @@ const minSuffixField = 5
 // Redactor masks sensitive values in JSON bodies, free text, HTTP headers and
 // slog records. Build it with New; it is safe for concurrent use.
 type Redactor struct {
+	keys *keyRules
+	// secrets are the values known to be secret (credentials the
+	// configuration holds, see AddSecrets), shared with every Redactor that
+	// ForPayload derives from this one.
+	secrets *secretSet
+	// record masks the values of one record's sensitive fields (ForPayload);
+	// nil in a Redactor from New.
+	record *matcher
+}
+
+// keyRules are the sensitive fields and what Sensitive has decided.
+type keyRules struct {
 	fields []field
 	// known remembers Sensitive's answers, up to maxKnown keys: bodies
 	// repeat the same few keys, and splitting one into words allocates.
@@ -67,7 +79,7 @@ type field struct {
 // defaults and never replace them: a configuration mistake must not let a
 // password through. Fields are matched like keys (see Sensitive).
 func New(fields []string) *Redactor {
-	r := &Redactor{}
+	r := &keyRules{}
 	seen := map[string]bool{}
 	for _, f := range slices.Concat(DefaultFields, fields) {
 		words := keyWords(f)
@@ -78,7 +90,7 @@ func New(fields []string) *Redactor {
 		seen[id] = true
 		r.fields = append(r.fields, field{words: words, compact: strings.Join(words, "")})
 	}
-	return r
+	return &Redactor{keys: r, secrets: &secretSet{values: map[string]bool{}}}
 }
 
 // Sensitive reports whether values under key must be redacted.
@@ -90,11 +102,13 @@ func New(fields []string) *Redactor {
 // "X-Api-Key", "customer.email"), allowing a plural "s" on the last word
 // ("tokens"), or when one word ends with a field of five letters or more
 // ("accesstoken"). "tokenizer_version" does not match: no word is "token".
-func (r *Redactor) Sensitive(key string) bool {
+func (r *Redactor) Sensitive(key string) bool { return r.keys.sensitive(key) }
+
+func (r *keyRules) sensitive(key string) bool {
 	if v, ok := r.known.Load(key); ok {
 		return v.(bool)
 	}
-	v := r.sensitive(key)
+	v := r.matches(key)
 	if r.nKnown.Load() < maxKnown {
 		if _, loaded := r.known.LoadOrStore(key, v); !loaded {
 			r.nKnown.Add(1)
@@ -103,7 +117,7 @@ func (r *Redactor) Sensitive(key string) bool {
 	return v
 }
 
-func (r *Redactor) sensitive(key string) bool {
+func (r *keyRules) matches(key string) bool {
 	words := keyWords(key)
 	for _, f := range r.fields {
 		if f.matches(words) {
@@ -180,6 +194,10 @@ var allowedHeaders = map[string]bool{
 	"X-Github-Delivery": true, "X-Github-Event": true, "X-Github-Hook-Id": true,
 	"X-Shopify-Webhook-Id": true, "X-Shopify-Topic": true,
 }
+
+// ShowsHeader reports whether Headers shows the value of the header name:
+// the allow-listed headers, whose values carry no secret.
+func ShowsHeader(name string) bool { return allowedHeaders[http.CanonicalHeaderKey(name)] }
 
 // Headers renders h as "Name: value" lines sorted by name. Only allow-listed
 // headers show their values (still passed through Text); every other header

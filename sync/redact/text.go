@@ -53,13 +53,16 @@ const minSecret = 24
 // addresses "[email]", everything else "[redacted]". Phone numbers in prose
 // are not recognised; they are caught only under a sensitive key.
 //
-// Pairs go first so that a masked value keeps its key beside it; long runs
-// go last so that the more specific masks win. Text(Text(s)) == Text(s).
+// Known secret values go first (see AddSecrets and ForPayload), whole,
+// before a pattern takes part of one. Pairs go next so that a masked value
+// keeps its key beside it; long runs go last so that the more specific
+// masks win. Text(Text(s)) == Text(s).
 //
 // Each pattern runs only when s holds what any match of it needs (a ":" or
 // "=", an "@", thirteen digits, …): most strings in a body hold none, and
 // skipping the regular expressions for them is most of Text's speed.
 func (r *Redactor) Text(s string) string {
+	s = r.maskKnown(s)
 	if mayHoldPair(s) {
 		s = rewrite(keyPrefix, s, r.maskPair)
 	}

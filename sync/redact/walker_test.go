@@ -41,17 +41,14 @@ func (w *decoderWalker) value() ([]byte, error) {
 	case string:
 		return encodeString(r.jsonString(t)), nil
 	case json.Number:
-		if cardLike(t.String()) {
-			return encodeString(cardMask), nil
-		}
-		return []byte(t.String()), nil
+		return r.literal([]byte(t.String())), nil
 	case bool:
 		if t {
-			return []byte("true"), nil
+			return r.literal([]byte("true")), nil
 		}
-		return []byte("false"), nil
+		return r.literal([]byte("false")), nil
 	default:
-		return []byte("null"), nil
+		return r.literal([]byte("null")), nil
 	}
 }
 
@@ -63,6 +60,7 @@ func (w *decoderWalker) object() ([]byte, error) {
 			return nil, err
 		}
 		key, _ := tok.(string)
+		key = w.r.maskKnown(key)
 		val, err := w.memberValue(key)
 		if err != nil {
 			return nil, err
@@ -128,7 +126,7 @@ func FuzzWalker(f *testing.F) {
 	} {
 		f.Add([]byte(s), -1)
 	}
-	r := New([]string{"ssn"})
+	r := fuzzRedactor()
 	f.Fuzz(func(t *testing.T, doc []byte, openFrom int) {
 		if !json.Valid(doc) {
 			return
