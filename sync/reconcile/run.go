@@ -43,7 +43,11 @@ func (r *Reconciler) begin(ctx context.Context, name string, o RunOptions) (*run
 	rn := &run{r: r, svc: svc, o: o, groups: groups, types: typesOf(groups)}
 	rn.row = models.ReconciliationRun{Service: name, DryRun: o.DryRun, TriggeredBy: o.TriggeredBy,
 		Owner: r.opts.WorkerID, HeartbeatAt: &now, StartedAt: now}
-	if err := models.StartRun(r.db.WithContext(ctx), &rn.row); err != nil {
+	// The insert is not cancelled with ctx: a cancel that lands after the
+	// database committed it would leave a run marked running that nobody
+	// ends (until its heartbeat goes stale). Once begun, a cancelled run
+	// ends interrupted at once.
+	if err := models.StartRun(r.db.WithContext(context.WithoutCancel(ctx)), &rn.row); err != nil {
 		return nil, err
 	}
 	r.log.Info("reconciliation started", "service", name, "run", rn.row.ID, "dry_run", o.DryRun, "by", o.TriggeredBy)
