@@ -245,6 +245,20 @@ func (s *Scheduler) States(ctx context.Context) ([]State, error) {
 	return out, nil
 }
 
+// State returns one task's state; ErrUnknownTask when there is none.
+func (s *Scheduler) State(ctx context.Context, name string) (State, error) {
+	states, err := s.States(ctx)
+	if err != nil {
+		return State{}, err
+	}
+	for _, st := range states {
+		if st.Name == name {
+			return st, nil
+		}
+	}
+	return State{}, fmt.Errorf("%q: %w", name, ErrUnknownTask)
+}
+
 // call runs a task's function, turning a panic into an error.
 func call(ctx context.Context, run func(context.Context) error) (err error) {
 	defer func() {

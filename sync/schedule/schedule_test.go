@@ -30,15 +30,9 @@ func eachURL(t *testing.T, fn func(t *testing.T, url string)) {
 
 func state(t *testing.T, s *Scheduler, name string) State {
 	t.Helper()
-	states, err := s.States(context.Background())
+	st, err := s.State(context.Background(), name)
 	require.NoError(t, err)
-	for _, st := range states {
-		if st.Name == name {
-			return st
-		}
-	}
-	t.Fatalf("no task %s in %v", name, states)
-	return State{}
+	return st
 }
 
 func TestTasksRunAndRecordTheirOutcome(t *testing.T) {
@@ -74,6 +68,8 @@ func TestTasksRunAndRecordTheirOutcome(t *testing.T) {
 		}
 		require.True(t, states[2].EveryInstance)
 		require.ErrorIs(t, s.RunNow(context.Background(), "nope"), ErrUnknownTask)
+		_, err = s.State(context.Background(), "nope")
+		require.ErrorIs(t, err, ErrUnknownTask)
 		require.ErrorIs(t, s.RunNow(context.Background(), "fails"), ErrStopped, "stopped")
 	})
 }
@@ -310,4 +306,25 @@ func TestStopEndsRunNowRuns(t *testing.T) {
 	st := state(t, s, "prune-attempts")
 	require.False(t, st.Running, "a run cut short frees its task")
 	require.Equal(t, "context canceled", st.LastError)
+}
+
+// A task whose row was deleted by hand gets it back at the next tick, and
+// runs on its period again.
+func TestADeletedRowIsMadeAgain(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := clock.NewFake(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+		var runs atomic.Int32
+		s, err := New([]Task{{Name: "prune-sessions", Every: time.Minute, Run: func(context.Context) error { runs.Add(1); return nil }}},
+			Options{DB: db, Clock: clk, Tick: 2 * time.Millisecond, Log: quiet})
+		require.NoError(t, err)
+		require.NoError(t, db.Where("name = ?", "prune-sessions").Delete(&models.ScheduledTask{}).Error)
+		s.Start()
+		defer s.Stop()
+		require.Eventually(t, func() bool {
+			_, err := models.GetScheduledTask(db, "prune-sessions")
+			return err == nil
+		}, 5*time.Second, 2*time.Millisecond)
+		clk.Advance(time.Minute)
+		require.Eventually(t, func() bool { return runs.Load() == 1 }, 5*time.Second, 2*time.Millisecond)
+	})
 }

@@ -29,6 +29,9 @@ func (s *Scheduler) tick(t Task) func() {
 		}
 		now := s.opts.Clock.Now()
 		row, err := models.GetScheduledTask(s.opts.DB.WithContext(s.ctx), t.Name)
+		if errors.Is(err, models.ErrNotFound) {
+			err = s.register(t) // the row was deleted by hand: make it again
+		}
 		if err != nil {
 			s.tickFailed(t.Name, err)
 			return
