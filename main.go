@@ -274,7 +274,10 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	sched, err := schedule.New(tasks(db, cfg, clk, log, eng, rc, rec), locker(db), log)
+	// The scheduler goes by the engine's worker id, so that the schedules
+	// page and the attempt log name an instance alike.
+	sched, err := schedule.New(tasks(db, cfg, clk, log, eng, rc, rec),
+		schedule.Options{DB: db, Clock: clk, Instance: eng.WorkerID(), Log: log, Redactor: r})
 	if err != nil {
 		return nil, err
 	}
@@ -378,6 +381,8 @@ func seedDemo(db *gorm.DB, eng *outbox.Engine) error {
 }
 
 // tasks is the table of background tasks: name, period, one call each.
+// Each runs once per period across the instances sharing the database,
+// except those marked EveryInstance.
 func tasks(db *gorm.DB, cfg config.Config, clk *clock.Anchored, log *slog.Logger, eng *outbox.Engine, rc *inbox.Receiver, rec *reconcile.Reconciler) []schedule.Task {
 	return []schedule.Task{
 		{Name: "send", Every: time.Second, Run: eng.Drain, EveryInstance: true},
@@ -405,16 +410,6 @@ func tasks(db *gorm.DB, cfg config.Config, clk *clock.Anchored, log *slog.Logger
 			return err
 		}},
 	}
-}
-
-// locker makes each task run on one instance at a time when instances share
-// a Postgres; SQLite serves one instance, so gocron's own singleton mode is enough.
-func locker(db *gorm.DB) *schedule.PGLocker {
-	if models.Dialect(db) != models.Postgres {
-		return nil
-	}
-	sqlDB, _ := db.DB()
-	return &schedule.PGLocker{DB: sqlDB}
 }
 
 // newLogger is the process log: every line goes through the redactor, and a

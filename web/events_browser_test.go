@@ -50,7 +50,7 @@ func seedDemoEvents(t *testing.T, db *gorm.DB, now time.Time) {
 func TestBrowserEventsReplayAndSchedules(t *testing.T) {
 	browsertest.Parallel(t)
 	db := dbtest.SQLite(t)
-	sched, _ := testScheduler(t)
+	sched, _ := testScheduler(t, db)
 	b, rc := pagesServer(t, db, sched)
 	// The scheduler keeps wall-clock times: bring the page's clock to them.
 	b.clock.Advance(time.Now().UTC().Sub(b.clock.Now()))
@@ -58,11 +58,10 @@ func TestBrowserEventsReplayAndSchedules(t *testing.T) {
 		return "payment pay_2291 refunded", nil
 	})
 	seedDemoEvents(t, db, b.clock.Now())
-	require.NoError(t, sched.RunNow("prune-events"))
-	require.NoError(t, sched.RunNow("send"))
+	require.NoError(t, sched.RunNow(context.Background(), "prune-events"))
+	require.NoError(t, sched.RunNow(context.Background(), "send"))
 	require.Eventually(t, func() bool {
-		st := sched.States()
-		return st[0].Runs == 1 && st[1].Runs == 1
+		return taskState(t, sched, "prune-events").Runs == 1 && taskState(t, sched, "send").Runs == 1
 	}, 5*time.Second, 10*time.Millisecond)
 	b.user("olga@example.com", models.RoleOperator)
 	ctx := browsertest.New(t)

@@ -23,20 +23,31 @@ const reconcileTask = "reconcile"
 func (s *Server) listSchedules(c echo.Context) error {
 	v := views.Schedules{Running: s.sched != nil}
 	if s.sched != nil {
-		for _, st := range s.sched.States() {
-			row := views.TaskRow{Name: st.Name, Every: st.Every, LastStarted: st.LastStarted,
-				LastDone: st.LastDone, LastError: st.LastError, Runs: st.Runs, NextRun: st.NextRun, Busy: st.Running,
-				RunURL: "/schedules/" + url.PathEscape(st.Name) + "/run"}
-			if st.Name == reconcileTask {
-				row.Reconciles = s.reconcilePeriods()
-			}
-			v.Tasks = append(v.Tasks, row)
+		states, err := s.sched.States(c.Request().Context())
+		if err != nil {
+			return fmt.Errorf("read the scheduled tasks: %w", err)
+		}
+		v.Instance = s.sched.Instance()
+		for _, st := range states {
+			v.Tasks = append(v.Tasks, s.taskRow(st))
 		}
 	}
 	slices.SortStableFunc(v.Tasks, func(a, b views.TaskRow) int {
 		return cmp.Or(cmp.Compare(views.TaskRank(a.Name), views.TaskRank(b.Name)), strings.Compare(a.Name, b.Name))
 	})
 	return s.render(c, views.SchedulesPage(s.page(c, "Schedules", "/schedules"), v))
+}
+
+// taskRow is one task as the page shows it.
+func (s *Server) taskRow(st schedule.State) views.TaskRow {
+	row := views.TaskRow{Name: st.Name, Every: st.Every, EveryInstance: st.EveryInstance,
+		LastStarted: st.LastStarted, LastDone: st.LastDone, LastError: st.LastError, LastInstance: st.LastInstance,
+		Runs: st.Runs, NextRun: st.NextRun, Busy: st.Running, RunningOn: st.RunningOn, RunningSince: st.RunningSince,
+		RunURL: "/schedules/" + url.PathEscape(st.Name) + "/run"}
+	if st.Name == reconcileTask {
+		row.Reconciles = s.reconcilePeriods()
+	}
+	return row
 }
 
 // reconcilePeriods says how often each reconcilable service is reconciled.
@@ -51,27 +62,29 @@ func (s *Server) reconcilePeriods() []views.ServicePeriod {
 	return out
 }
 
-// runSchedule starts a task now, outside its period, on an admin's click.
-// A task already running is not started twice. Audited.
+// runSchedule starts a task now, outside its period, on an admin's click:
+// once, on this instance, and not while any instance is running it. Audited.
 func (s *Server) runSchedule(c echo.Context) error {
 	name := c.Param("name")
-	st, ok := s.taskState(name)
-	if !ok {
+	if s.sched == nil || !s.sched.Has(name) {
 		return fmt.Errorf("scheduled task %q: %w", name, models.ErrNotFound)
 	}
 	if services := s.reconcilable(); name == reconcileTask && len(services) > 0 {
 		return s.reconcileEveryService(c, services)
 	}
-	if st.Running {
+	err := s.sched.RunNow(c.Request().Context(), name)
+	switch {
+	case errors.Is(err, schedule.ErrRunning):
 		s.audit(c, "schedule.run", name, models.OutcomeFailure, "already running")
 		return c.Redirect(http.StatusSeeOther, "/schedules?done=task-busy")
-	}
-	if err := s.sched.RunNow(name); err != nil {
-		// The task exists, so the scheduler itself refused: it is stopping or not started.
+	case errors.Is(err, schedule.ErrStopped):
 		s.audit(c, "schedule.run", name, models.OutcomeFailure, err.Error())
 		s.log.Warn("run task now", "task", name, "err", err)
 		return &statusError{http.StatusServiceUnavailable,
 			"The scheduler did not take the task: it is stopping or has not started. Reload the page in a minute and try again."}
+	case err != nil:
+		s.audit(c, "schedule.run", name, models.OutcomeFailure, err.Error())
+		return fmt.Errorf("run task %s now: %w", name, err)
 	}
 	s.audit(c, "schedule.run", name, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, "/schedules?done=task-started")
@@ -109,17 +122,4 @@ func (s *Server) reconcileEveryService(c echo.Context, services []string) error 
 	}
 	s.audit(c, "schedule.run", reconcileTask, models.OutcomeSuccess, detail)
 	return c.Redirect(http.StatusSeeOther, "/reconcile?done="+done)
-}
-
-// taskState finds a task by name; false when there is no scheduler or no such task.
-func (s *Server) taskState(name string) (schedule.State, bool) {
-	if s.sched == nil {
-		return schedule.State{}, false
-	}
-	for _, st := range s.sched.States() {
-		if st.Name == name {
-			return st, true
-		}
-	}
-	return schedule.State{}, false
 }

@@ -21,28 +21,36 @@ import (
 	"github.com/syncdesk/syncdesk/views"
 )
 
-// testScheduler runs a "send" task that counts its runs and a
-// "prune-events" task that fails, both on periods too long to fire by
-// themselves during a test.
-func testScheduler(t *testing.T) (*schedule.Scheduler, *atomic.Int32) {
+// testScheduler runs, as instance "web-1", a "send" task on every instance
+// that counts its runs and a shared "prune-events" task that fails, both on
+// periods too long to fire by themselves during a test.
+func testScheduler(t *testing.T, db *gorm.DB) (*schedule.Scheduler, *atomic.Int32) {
 	t.Helper()
 	var runs atomic.Int32
 	s, err := schedule.New([]schedule.Task{
-		{Name: "send", Every: time.Hour, Run: func(context.Context) error { runs.Add(1); return nil }},
+		{Name: "send", Every: time.Hour, EveryInstance: true, Run: func(context.Context) error { runs.Add(1); return nil }},
 		{Name: "prune-events", Every: 10 * time.Minute, Run: func(context.Context) error {
 			return errors.New("the database is read-only")
 		}},
-	}, nil, slog.New(slog.DiscardHandler))
+	}, schedule.Options{DB: db, Instance: "web-1", Log: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	s.Start()
 	t.Cleanup(func() { _ = s.Stop() })
 	return s, &runs
 }
 
+// taskState is one task's state as the scheduler has it.
+func taskState(t *testing.T, s *schedule.Scheduler, name string) schedule.State {
+	t.Helper()
+	st, err := s.State(context.Background(), name)
+	require.NoError(t, err)
+	return st
+}
+
 func TestSchedulesListAndRunNow(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		sched, runs := testScheduler(t)
+		sched, runs := testScheduler(t, db)
 		b, _ := pagesServer(t, db, sched)
 
 		// Schedules are for admins (README's HTTP surface: /schedules is for admins): others neither see
@@ -80,19 +88,14 @@ func TestSchedulesListAndRunNow(t *testing.T) {
 
 		r = admin.post("/schedules", "/schedules/prune-events/run", nil)
 		require.Equal(t, http.StatusSeeOther, r.status)
-		require.Eventually(t, func() bool {
-			for _, st := range sched.States() {
-				if st.Name == "prune-events" && st.Runs == 1 {
-					return true
-				}
-			}
-			return false
-		}, 5*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return taskState(t, sched, "prune-events").Runs == 1 }, 5*time.Second, 10*time.Millisecond)
 		r = admin.get("/schedules?done=task-started")
 		require.Contains(t, r.body, "The task was started")
 		require.Contains(t, r.body, "the database is read-only")
 		require.Contains(t, r.body, "Failed")
 		require.Contains(t, r.body, "1 run")
+		require.Contains(t, r.body, "on <span class=\"nowrap\">web-1</span> (this\u00a0instance) · took ")
+		require.Contains(t, r.body, "on every instance", "sending is said to run on each")
 
 		require.Equal(t, http.StatusNotFound, admin.post("/schedules", "/schedules/nope/run", nil).status)
 	})
@@ -114,7 +117,8 @@ func reconcileScheduleServer(t *testing.T, db *gorm.DB) (*bundle, *reconcile.Rec
 	t.Helper()
 	b, rec := reconcileServer(t, db, 100)
 	log := slog.New(slog.DiscardHandler)
-	sched, err := schedule.New([]schedule.Task{{Name: "reconcile", Every: time.Minute, Run: rec.RunDue}}, nil, log)
+	sched, err := schedule.New([]schedule.Task{{Name: "reconcile", Every: time.Minute, Run: rec.RunDue}},
+		schedule.Options{DB: db, Log: log})
 	require.NoError(t, err)
 	sched.Start()
 	t.Cleanup(func() { _ = sched.Stop() })
@@ -178,7 +182,7 @@ func TestSchedulesInOrderOfImportanceAndInWords(t *testing.T) {
 		for _, name := range []string{"prune-attempts", "prune-events", "reconcile", "refresh-stats", "send", "rescue-expired-leases"} {
 			tasks = append(tasks, schedule.Task{Name: name, Every: time.Hour, Run: func(context.Context) error { return nil }})
 		}
-		sched, err := schedule.New(tasks, nil, slog.New(slog.DiscardHandler))
+		sched, err := schedule.New(tasks, schedule.Options{DB: db, Log: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		sched.Start()
 		t.Cleanup(func() { _ = sched.Stop() })
@@ -194,17 +198,52 @@ func TestSchedulesInOrderOfImportanceAndInWords(t *testing.T) {
 
 		// The scheduler's clock is not the page's: a run it stamped a moment
 		// after the page's now still happened, so it never reads "in …".
-		require.NoError(t, sched.RunNow("send"))
-		require.Eventually(t, func() bool {
-			for _, st := range sched.States() {
-				if st.Name == "send" && st.Runs == 1 {
-					return true
-				}
-			}
-			return false
-		}, 5*time.Second, 10*time.Millisecond)
+		require.NoError(t, sched.RunNow(context.Background(), "send"))
+		require.Eventually(t, func() bool { return taskState(t, sched, "send").Runs == 1 }, 5*time.Second, 10*time.Millisecond)
 		b.clock.Advance(time.Now().Add(-5 * time.Second).Sub(b.clock.Now()))
 		body = b.signedIn("rita@example.com", models.RoleAdmin).get("/schedules").body
-		require.Regexp(t, `data-testid="last-run"><time[^>]*>just now<`, body)
+		require.Regexp(t, `data-testid="task-send">(?s:.)*?data-testid="last-run"><span class="nowrap"><time[^>]*>[0-9:]+</time>\s*<span class="muted stamp-ago">just now<`, body)
+	})
+}
+
+// With two instances on one database, the page on one shows the run the
+// other is doing, and then its last run, named by the instance that ran it;
+// Run now there does not start a second run.
+func TestSchedulesShowTheLastRunByAnyInstance(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		sched, _ := testScheduler(t, db)
+		b, _ := pagesServer(t, db, sched)
+		b.clock.Advance(time.Now().UTC().Sub(b.clock.Now())) // the schedulers keep wall-clock times
+		release, started := make(chan struct{}), make(chan struct{}, 1)
+		other, err := schedule.New([]schedule.Task{{Name: "prune-events", Every: 10 * time.Minute, Run: func(ctx context.Context) error {
+			started <- struct{}{}
+			select { // a failed test's Stop must not wait for a release that never comes
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}}}, schedule.Options{DB: db, Instance: "worker-2", Log: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		other.Start()
+		t.Cleanup(func() { _ = other.Stop() })
+		require.NoError(t, other.RunNow(context.Background(), "prune-events"))
+		<-started
+
+		admin := b.signedIn("root@example.com", models.RoleAdmin)
+		body := admin.get("/schedules").body
+		require.Regexp(t, `data-testid="running-on">on <span class="nowrap">worker-2</span>, started `, body)
+		r := admin.post("/schedules", "/schedules/prune-events/run", nil)
+		require.Equal(t, "/schedules?done=task-busy", r.header.Get("Location"))
+		require.Equal(t, int64(1), b.auditCount("schedule.run", models.OutcomeFailure))
+		require.Contains(t, admin.get("/schedules?done=task-busy").body, "already running")
+
+		close(release)
+		require.Eventually(t, func() bool { st := taskState(t, sched, "prune-events"); return st.Runs == 1 && !st.Running },
+			5*time.Second, 10*time.Millisecond)
+		body = admin.get("/schedules").body
+		require.Regexp(t, `data-testid="last-run-on">on <span class="nowrap">worker-2</span> · took \d+\x{a0}ms<`, body)
+		require.NotContains(t, body, "Running now")
+		require.NotContains(t, body, "the database is read-only", "this instance's failing function never ran")
 	})
 }
