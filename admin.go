@@ -17,6 +17,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/migrations"
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/seed"
 )
@@ -57,7 +58,7 @@ func (c *cli) firstAdmin(db *gorm.DB, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	_ = models.Audit(db, models.AuditEntry{At: now, Actor: "system", Action: "user.add", Target: u.Email,
+	_ = models.Audit(db, models.AuditEntry{At: now, Actor: "system", Action: action.UserAdd, Target: u.Email,
 		Outcome: models.OutcomeSuccess, Detail: "first admin, created at first start"})
 	fmt.Fprintf(c.stdout, "\nFirst start: created the admin account (the password is shown only this once)\n"+
 		"  email:    %s\n  password: %s\n\n", u.Email, password)
@@ -141,7 +142,7 @@ func (c *cli) userAdd(email, roleName string, passwordStdin bool) error {
 		if err != nil {
 			return err
 		}
-		if err := audit(db, now, "user.add", u.Email, "role "+string(role)); err != nil {
+		if err := audit(db, now, action.UserAdd, u.Email, "role "+string(role)); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "added %s (%s)\n", u.Email, u.Role)
@@ -180,7 +181,7 @@ func (c *cli) userDisable(email string) error {
 		if err != nil {
 			return err
 		}
-		if err := audit(db, now, "user.disable", u.Email, ""); err != nil {
+		if err := audit(db, now, action.UserDisable, u.Email, ""); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "disabled %s and ended their sessions\n", u.Email)
@@ -196,7 +197,7 @@ func (c *cli) tokenCreate(name string) error {
 		if err != nil {
 			return err
 		}
-		if err := audit(db, now, "token.create", t.Name, ""); err != nil {
+		if err := audit(db, now, action.TokenCreate, t.Name, ""); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "token %q created; it is shown only this once:\n%s\n", t.Name, token)

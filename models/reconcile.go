@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,6 +31,9 @@ const (
 // runWords is a run status as the reasons in errors say it.
 var runWords = map[string]string{RunRunning: "running", RunCompleted: "completed", RunFailed: "failed",
 	RunInterrupted: "interrupted", RunAwaiting: "awaiting confirmation"}
+
+// RunWord says a run status in the words of an error's reason.
+func RunWord(status string) string { return cmp.Or(runWords[status], status) }
 
 // comparedStatuses are the statuses of runs that compared both sides to the
 // end: their findings are the freshest there are.

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 )
 
 // recordJSON is a record with its links, as the API shows it.
@@ -54,7 +55,7 @@ func (s *Server) apiPutRecord(c echo.Context) error {
 	out := toRecordJSON(rec, res.Links)
 	out.Changed = &res.Changed
 	if res.Changed {
-		s.audit(c, "record.upsert", typ+"/"+id, models.OutcomeSuccess, "")
+		s.audit(c, action.RecordUpsert, typ+"/"+id, models.OutcomeSuccess, "")
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -89,7 +90,7 @@ func (s *Server) apiSyncLink(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.audit(c, "link.sync", fmt.Sprintf("link %d", id), models.OutcomeSuccess, "")
+	s.audit(c, action.LinkSync, fmt.Sprintf("link %d", id), models.OutcomeSuccess, "")
 	link.Status = models.StatusNew // as queued, not as it was before the request
 	return c.JSON(http.StatusAccepted, map[string]any{"status": "queued", "link": toLinkJSON(*link)})
 }

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -80,7 +81,7 @@ func (s *Server) logout(c echo.Context) error {
 			return err
 		}
 	}
-	s.audit(c, "auth.logout", currentUser(c).Email, models.OutcomeSuccess, "")
+	s.audit(c, action.Logout, currentUser(c).Email, models.OutcomeSuccess, "")
 	s.clearSessionCookie(c)
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
@@ -90,14 +91,14 @@ func (s *Server) logout(c echo.Context) error {
 // every instance shares.
 func (s *Server) loginThrottled(db *gorm.DB, email, ip string) (bool, error) {
 	since := s.clock.Now().Add(-s.cfg.Login.Window)
-	n, err := models.CountFailures(db, "auth.login", loginTarget(email), "", since)
+	n, err := models.CountFailures(db, action.Login, loginTarget(email), "", since)
 	if err != nil {
 		return false, err
 	}
 	if n >= int64(s.cfg.Login.MaxFailures) {
 		return true, nil
 	}
-	n, err = models.CountFailures(db, "auth.login", "", ip, since)
+	n, err = models.CountFailures(db, action.Login, "", ip, since)
 	return n >= int64(s.cfg.Login.MaxFailuresPerIP), err
 }
 
@@ -106,10 +107,10 @@ func (s *Server) auditLogin(c echo.Context, email, outcome string, uid *int64) {
 	if uid == nil {
 		actor = "anonymous"
 	}
-	err := models.Audit(s.db, models.AuditEntry{At: s.clock.Now(), Actor: actor, UserID: uid, Action: "auth.login",
+	err := models.Audit(s.db, models.AuditEntry{At: s.clock.Now(), Actor: actor, UserID: uid, Action: action.Login,
 		Target: loginTarget(email), Outcome: outcome, IP: c.RealIP()})
 	if err != nil {
-		s.log.Error("audit write failed", "action", "auth.login", "err", err)
+		s.log.Error("audit write failed", "action", action.Login, "err", err)
 	}
 }
 

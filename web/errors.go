@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -43,11 +44,26 @@ func problemFor(err error) views.Problem {
 		return views.Problem{Status: http.StatusNotFound, Title: "Not found", Message: sentence(err.Error())}
 	case errors.Is(err, models.ErrConflict):
 		return views.Problem{Status: http.StatusConflict, Title: "Already exists", Message: sentence(err.Error())}
+	case errors.Is(err, models.ErrRunActive):
+		return views.Problem{Status: http.StatusConflict, Title: "Already running",
+			Message: "A reconciliation of this service is already running; try again when it has ended."}
+	case errors.Is(err, reconcile.ErrRunElsewhere):
+		return views.Problem{Status: http.StatusConflict, Title: "Running elsewhere", Message: sentence(err.Error())}
+	case errors.Is(err, reconcile.ErrClosed):
+		return views.Problem{Status: http.StatusServiceUnavailable, Title: titleFor(http.StatusServiceUnavailable),
+			Message: sentence(err.Error())}
+	case errors.Is(err, inbox.ErrRejected):
+		return views.Problem{Status: http.StatusUnauthorized, Title: titleFor(http.StatusUnauthorized), Message: sentence(err.Error())}
 	case errors.Is(err, inbox.ErrBadEvent):
-		// Verified and stored, but its payload cannot be read as an event:
-		// trying again cannot help, so not a 5xx.
-		return views.Problem{Status: http.StatusUnprocessableEntity, Title: "Cannot read the event",
-			Message: sentence("the stored payload cannot be read as an event (" + err.Error() + ")")}
+		// Verified, but it cannot be identified or stored: a re-send of the
+		// same delivery cannot help, so not a 5xx.
+		return views.Problem{Status: http.StatusBadRequest, Title: "Cannot read the event", Message: sentence(err.Error())}
+	case errors.Is(err, inbox.ErrUnreadableStored):
+		return views.Problem{Status: http.StatusUnprocessableEntity, Title: "Cannot read the event", Message: sentence(err.Error())}
+	case errors.Is(err, inbox.ErrNoWebhooks):
+		return views.Problem{Status: http.StatusConflict, Title: "Nothing to apply it with",
+			Message: "syncdesk no longer takes webhooks from this service, so it has nothing to apply this event with. " +
+				"An admin can add the service's webhook settings back."}
 	case errors.As(err, &he):
 		msg, _ := he.Message.(string)
 		if he.Code == http.StatusNotFound {

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -9,6 +11,8 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/sync/reconcile"
 )
 
 // An error page says what happened in a card with a friendly title, keeps
@@ -56,4 +60,30 @@ func TestErrorPagesAreFriendly(t *testing.T) {
 		require.Contains(t, r.header.Get("Content-Type"), "application/json")
 		require.Contains(t, r.body, `{"error":`)
 	})
+}
+
+// Statuses are decided in one place: each sentinel of the engine has its
+// status and words in problemFor, however deeply it is wrapped.
+func TestProblemForTheEnginesErrors(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", err)) }
+	for _, tc := range []struct {
+		err    error
+		status int
+		words  string
+	}{
+		{inbox.ErrRejected, http.StatusUnauthorized, "rejected"},
+		{inbox.ErrBadEvent, http.StatusBadRequest, "bad event"},
+		{inbox.ErrUnreadableStored, http.StatusUnprocessableEntity, "cannot be read as an event"},
+		{inbox.ErrNoWebhooks, http.StatusConflict, "no longer takes webhooks"},
+		{models.ErrRunActive, http.StatusConflict, "already running"},
+		{reconcile.ErrRunElsewhere, http.StatusConflict, "another instance"},
+		{reconcile.ErrClosed, http.StatusServiceUnavailable, "stopping"},
+		{models.ErrNotFound, http.StatusNotFound, "not found"},
+		{models.Invalid("Keep it short."), http.StatusBadRequest, "Keep it short."},
+		{errors.New("boom"), http.StatusInternalServerError, "unexpected error"},
+	} {
+		p := problemFor(wrap(tc.err))
+		require.Equal(t, tc.status, p.Status, "%v", tc.err)
+		require.Contains(t, p.Message, tc.words, "%v", tc.err)
+	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
-	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -122,23 +122,19 @@ func (s *Server) replayEvent(c echo.Context) error {
 	}
 	target := service + "/" + id
 	res, err := s.inbox.Replay(c.Request().Context(), service, id)
-	switch {
-	case errors.Is(err, models.ErrNotFound):
-		s.audit(c, "event.replay", target, models.OutcomeFailure, err.Error())
-		if _, lookErr := models.EventByID(s.db, service, id); lookErr != nil {
-			return lookErr
+	if err != nil {
+		s.audit(c, action.EventReplay, target, models.OutcomeFailure, err.Error())
+		p := problemFor(err)
+		switch {
+		case p.Status == http.StatusNotFound:
+			return err // no such event: the error page
+		case p.Status == http.StatusInternalServerError:
+			s.log.Error("replay event", "service", service, "event_id", id, "err", err)
+			p.Message = "Applying its effect hit an error, so everything it did was rolled back. The error is in the audit log, under this event."
 		}
-		return s.renderEvent(c, http.StatusConflict, "syncdesk no longer takes webhooks from "+service+
-			", so it has nothing to apply this event with. An admin can add the service's webhook settings back.")
-	case errors.Is(err, inbox.ErrBadEvent):
-		s.audit(c, "event.replay", target, models.OutcomeFailure, err.Error())
-		return s.renderEvent(c, http.StatusUnprocessableEntity, "the stored payload cannot be read as an event ("+err.Error()+").")
-	case err != nil:
-		s.audit(c, "event.replay", target, models.OutcomeFailure, err.Error())
-		s.log.Error("replay event", "service", service, "event_id", id, "err", err)
-		return s.renderEvent(c, http.StatusInternalServerError, "applying its effect hit an error, so everything it did was rolled back. The error is in the audit log, under this event.")
+		return s.renderEvent(c, p.Status, p.Message) // the event, with why it was not replayed
 	}
-	s.audit(c, "event.replay", target, models.OutcomeSuccess, res.Outcome+": "+res.Note)
+	s.audit(c, action.EventReplay, target, models.OutcomeSuccess, res.Outcome+": "+res.Note)
 	return c.Redirect(http.StatusSeeOther, eventURL(service, id)+"?done=event-replayed")
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -128,10 +129,10 @@ func (s *Server) retryConfirmed(c echo.Context) error {
 	target := fmt.Sprintf("%d links", len(ids))
 	did := fmt.Sprintf("queued %d, already in progress %d, no longer there %d", res.Queued, res.Busy, res.Gone)
 	if err != nil {
-		s.audit(c, "link.bulk_retry", target, models.OutcomeFailure, did+"; then: "+err.Error())
+		s.audit(c, action.LinkBulkRetry, target, models.OutcomeFailure, did+"; then: "+err.Error())
 		return err
 	}
-	s.audit(c, "link.bulk_retry", target, models.OutcomeSuccess, did)
+	s.audit(c, action.LinkBulkRetry, target, models.OutcomeSuccess, did)
 	s.recountFailed("a bulk retry")
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/failed?done=bulk-retry&queued=%d&busy=%d&gone=%d", res.Queued, res.Busy, res.Gone))
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
-	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/models/action"
 )
 
 // maxHookBody bounds a webhook's body; providers send far less.
@@ -28,13 +27,8 @@ func (s *Server) receiveHook(c echo.Context) error {
 		return &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxHookBody)}
 	}
 	res, err := s.inbox.Receive(c.Request().Context(), c.Param("service"), c.Request().Header, body)
-	switch {
-	case errors.Is(err, inbox.ErrRejected):
-		return errUnauthorized(err.Error())
-	case errors.Is(err, inbox.ErrBadEvent):
-		return errBadRequest(err.Error())
-	case err != nil:
-		return err
+	if err != nil {
+		return err // problemFor: 401 rejected, 400 unreadable, 5xx when the effect failed
 	}
 	return c.JSON(http.StatusOK, res)
 }
@@ -45,9 +39,9 @@ func (s *Server) apiReplayEvent(c echo.Context) error {
 	service, id := c.Param("service"), c.Param("id")
 	res, err := s.inbox.Replay(c.Request().Context(), service, id)
 	if err != nil {
-		s.audit(c, "event.replay", service+"/"+id, models.OutcomeFailure, err.Error())
+		s.audit(c, action.EventReplay, service+"/"+id, models.OutcomeFailure, err.Error())
 		return err
 	}
-	s.audit(c, "event.replay", service+"/"+id, models.OutcomeSuccess, res.Outcome+": "+res.Note)
+	s.audit(c, action.EventReplay, service+"/"+id, models.OutcomeSuccess, res.Outcome+": "+res.Note)
 	return c.JSON(http.StatusOK, res)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -214,7 +215,7 @@ func (s *Server) syncLink(c echo.Context) error {
 	note := ""
 	switch {
 	case errors.As(err, &busy):
-		s.audit(c, "link.sync", "link "+c.Param("id"), models.OutcomeDenied, busy.Error())
+		s.audit(c, action.LinkSync, "link "+c.Param("id"), models.OutcomeDenied, busy.Error())
 		note = "A" + strings.TrimPrefix(busy.Error(), "a") // "Already in progress since …, started by …"
 		if l, err = models.LinkByID(s.db, id); err != nil {
 			return err
@@ -222,7 +223,7 @@ func (s *Server) syncLink(c echo.Context) error {
 	case err != nil:
 		return err
 	default:
-		s.audit(c, "link.sync", "link "+c.Param("id"), models.OutcomeSuccess, "")
+		s.audit(c, action.LinkSync, "link "+c.Param("id"), models.OutcomeSuccess, "")
 		note = "Queued by you at " + s.clock.Now().UTC().Format("15:04:05") + " UTC"
 		if l.Status == models.StatusFailed {
 			s.recountFailed("a retry")
@@ -249,12 +250,12 @@ func (s *Server) failLink(c echo.Context) error {
 	_, err = s.outbox.MarkFailed(c.Request().Context(), id, currentUser(c).Email, reason)
 	var refused *models.InvalidError
 	if errors.As(err, &refused) {
-		s.audit(c, "link.mark_failed", "link "+c.Param("id"), models.OutcomeDenied, refused.Reason)
+		s.audit(c, action.LinkMarkFailed, "link "+c.Param("id"), models.OutcomeDenied, refused.Reason)
 	}
 	if err != nil {
 		return err
 	}
-	s.audit(c, "link.mark_failed", "link "+c.Param("id"), models.OutcomeSuccess, reason)
+	s.audit(c, action.LinkMarkFailed, "link "+c.Param("id"), models.OutcomeSuccess, reason)
 	s.recountFailed("marking a link failed")
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-failed")
 }
@@ -267,7 +268,7 @@ func (s *Server) recreateLink(c echo.Context) error {
 	if _, err := s.outbox.Recreate(c.Request().Context(), id); err != nil {
 		return err
 	}
-	s.audit(c, "link.recreate", "link "+c.Param("id"), models.OutcomeSuccess, "")
+	s.audit(c, action.LinkRecreate, "link "+c.Param("id"), models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-recreated")
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/sync/config"
 )
 
@@ -165,7 +166,7 @@ func (s *Server) requireRole(min models.Role) echo.MiddlewareFunc {
 			if u != nil && u.Role.AtLeast(min) {
 				return next(c)
 			}
-			s.audit(c, "access.denied", c.Request().Method+" "+c.Request().URL.Path, models.OutcomeDenied,
+			s.audit(c, action.AccessDenied, c.Request().Method+" "+c.Request().URL.Path, models.OutcomeDenied,
 				fmt.Sprintf("needs role %s", min))
 			return errForbidden(fmt.Sprintf("This needs the %s role or higher. Ask an admin if you need it.", min))
 		}

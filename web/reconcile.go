@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/views"
@@ -21,9 +22,6 @@ const (
 	runsPageSize          = 50
 	discrepanciesPageSize = 100
 )
-
-// errConflict is a 409 with the words to show.
-func errConflict(msg string) error { return &statusError{http.StatusConflict, msg} }
 
 func (s *Server) listRuns(c echo.Context) error {
 	f := models.RunFilter{Service: c.QueryParam("service"), Limit: runsPageSize + 1}
@@ -92,7 +90,7 @@ func (s *Server) startRun(c echo.Context) error {
 	id, err := s.rec.Start(c.Request().Context(), service, reconcile.RunOptions{DryRun: dry, TriggeredBy: who})
 	target := "service " + service
 	if errors.Is(err, models.ErrRunActive) {
-		s.audit(c, "reconcile.start", target, models.OutcomeDenied, "a run is already going")
+		s.audit(c, action.ReconcileStart, target, models.OutcomeDenied, "a run is already going")
 		v := views.RunBusy{Service: service}
 		if last, err := models.LatestRun(s.db, service); err == nil && last.Status == models.RunRunning {
 			v.RunID = last.ID
@@ -106,7 +104,7 @@ func (s *Server) startRun(c echo.Context) error {
 	if dry {
 		detail += ", dry run"
 	}
-	s.audit(c, "reconcile.start", target, models.OutcomeSuccess, detail)
+	s.audit(c, action.ReconcileStart, target, models.OutcomeSuccess, detail)
 	return c.Redirect(http.StatusSeeOther, views.RunURL(id))
 }
 
@@ -285,18 +283,18 @@ func (s *Server) confirmRun(c echo.Context) error {
 	var inv *models.InvalidError
 	switch {
 	case errors.Is(err, models.ErrRunActive):
-		s.audit(c, "reconcile.confirm", target, models.OutcomeDenied, "another run of the service is going")
-		return errConflict("Another run of this service is going; confirm when it has ended.")
+		s.audit(c, action.ReconcileConfirm, target, models.OutcomeDenied, "another run of the service is going")
+		return err
 	case errors.As(err, &inv):
-		s.audit(c, "reconcile.confirm", target, models.OutcomeDenied, inv.Reason)
+		s.audit(c, action.ReconcileConfirm, target, models.OutcomeDenied, inv.Reason)
 		return err
 	case errors.Is(err, models.ErrNotFound):
 		return err
 	case err != nil:
-		s.audit(c, "reconcile.confirm", target, models.OutcomeFailure, err.Error())
+		s.audit(c, action.ReconcileConfirm, target, models.OutcomeFailure, err.Error())
 		return err
 	}
-	s.audit(c, "reconcile.confirm", target, models.OutcomeSuccess, "")
+	s.audit(c, action.ReconcileConfirm, target, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, views.RunURL(id))
 }
 
@@ -306,19 +304,18 @@ func (s *Server) cancelRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := models.RunByID(s.db, id)
+	if s.rec == nil {
+		return errBadRequest("Reconciliation is not available on this instance.")
+	}
+	target := fmt.Sprintf("run %d", id)
+	err = s.rec.Cancel(c.Request().Context(), id)
+	if errors.Is(err, reconcile.ErrRunElsewhere) {
+		s.audit(c, action.ReconcileCancel, target, models.OutcomeDenied, err.Error())
+	}
 	if err != nil {
 		return err
 	}
-	target := fmt.Sprintf("run %d", id)
-	if r.Status != models.RunRunning {
-		return errBadRequest(fmt.Sprintf("Run %d is not running (it is %s); there is nothing to cancel.", id, views.RunLabel(r.Status)))
-	}
-	if s.rec == nil || !s.rec.Cancel(id) {
-		s.audit(c, "reconcile.cancel", target, models.OutcomeDenied, "running on another instance: "+r.Owner)
-		return errConflict(fmt.Sprintf("Run %d is going on another instance (%s); cancel it there, or wait for it to end.", id, r.Owner))
-	}
-	s.audit(c, "reconcile.cancel", target, models.OutcomeSuccess, "")
+	s.audit(c, action.ReconcileCancel, target, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, views.RunURL(id))
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/schedule"
 	"github.com/syncdesk/syncdesk/views"
@@ -75,18 +76,18 @@ func (s *Server) runSchedule(c echo.Context) error {
 	err := s.sched.RunNow(c.Request().Context(), name)
 	switch {
 	case errors.Is(err, schedule.ErrRunning):
-		s.audit(c, "schedule.run", name, models.OutcomeFailure, "already running")
+		s.audit(c, action.ScheduleRun, name, models.OutcomeFailure, "already running")
 		return c.Redirect(http.StatusSeeOther, "/schedules?done=task-busy")
 	case errors.Is(err, schedule.ErrStopped):
-		s.audit(c, "schedule.run", name, models.OutcomeFailure, err.Error())
+		s.audit(c, action.ScheduleRun, name, models.OutcomeFailure, err.Error())
 		s.log.Warn("run task now", "task", name, "err", err)
 		return &statusError{http.StatusServiceUnavailable,
 			"The scheduler did not take the task: it is stopping or has not started. Reload the page in a minute and try again."}
 	case err != nil:
-		s.audit(c, "schedule.run", name, models.OutcomeFailure, err.Error())
+		s.audit(c, action.ScheduleRun, name, models.OutcomeFailure, err.Error())
 		return fmt.Errorf("run task %s now: %w", name, err)
 	}
-	s.audit(c, "schedule.run", name, models.OutcomeSuccess, "")
+	s.audit(c, action.ScheduleRun, name, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, "/schedules?done=task-started")
 }
 
@@ -103,7 +104,7 @@ func (s *Server) reconcileEveryService(c echo.Context, services []string) error 
 		case errors.Is(err, models.ErrRunActive):
 			busy = append(busy, service)
 		case err != nil:
-			s.audit(c, "schedule.run", reconcileTask, models.OutcomeFailure, err.Error())
+			s.audit(c, action.ScheduleRun, reconcileTask, models.OutcomeFailure, err.Error())
 			return fmt.Errorf("start reconciliation of %s: %w", service, err)
 		default:
 			started = append(started, fmt.Sprintf("%s (run %d)", service, id))
@@ -120,6 +121,6 @@ func (s *Server) reconcileEveryService(c echo.Context, services []string) error 
 	case len(busy) > 0:
 		done = "runs-started-some-busy"
 	}
-	s.audit(c, "schedule.run", reconcileTask, models.OutcomeSuccess, detail)
+	s.audit(c, action.ScheduleRun, reconcileTask, models.OutcomeSuccess, detail)
 	return c.Redirect(http.StatusSeeOther, "/reconcile?done="+done)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -110,10 +111,10 @@ func (s *Server) pauseService(c echo.Context) error {
 		return err
 	}
 	if !created {
-		s.audit(c, "service.pause", name, models.OutcomeSuccess, "already paused by "+held.PausedBy)
+		s.audit(c, action.ServicePause, name, models.OutcomeSuccess, "already paused by "+held.PausedBy)
 		return c.Redirect(http.StatusSeeOther, "/services?done=service-already-paused")
 	}
-	s.audit(c, "service.pause", name, models.OutcomeSuccess, held.Reason)
+	s.audit(c, action.ServicePause, name, models.OutcomeSuccess, held.Reason)
 	return c.Redirect(http.StatusSeeOther, "/services?done=service-paused")
 }
 
@@ -128,9 +129,9 @@ func (s *Server) resumeService(c echo.Context) error {
 		return err
 	}
 	if !was {
-		s.audit(c, "service.resume", name, models.OutcomeSuccess, "was not paused")
+		s.audit(c, action.ServiceResume, name, models.OutcomeSuccess, "was not paused")
 		return c.Redirect(http.StatusSeeOther, "/services?done=service-not-paused")
 	}
-	s.audit(c, "service.resume", name, models.OutcomeSuccess, "")
+	s.audit(c, action.ServiceResume, name, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, "/services?done=service-resumed")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -59,13 +60,13 @@ func (s *Server) addUser(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	s.audit(c, "user.add", u.Email, models.OutcomeSuccess, "role "+string(u.Role))
+	s.audit(c, action.UserAdd, u.Email, models.OutcomeSuccess, "role "+string(u.Role))
 	return s.renderUsers(c, http.StatusOK, views.Users{Secret: password,
 		SecretLabel: "Password for " + u.Email + ":"})
 }
 
 func (s *Server) disableUser(c echo.Context) error {
-	u, err := s.otherUser(c, "user.disable", "You cannot disable your own account; ask another admin.")
+	u, err := s.otherUser(c, action.UserDisable, "You cannot disable your own account; ask another admin.")
 	if err != nil {
 		return err
 	}
@@ -76,9 +77,9 @@ func (s *Server) disableUser(c echo.Context) error {
 			Action:   "/users/disable", Field: "email", Value: u.Email, Button: "Disable " + u.Email}))
 	}
 	if _, err := models.DisableUser(s.db, u.Email, s.clock.Now()); err != nil {
-		return s.lastAdmin(c, err, u, "user.disable", "disable them")
+		return s.lastAdmin(c, err, u, action.UserDisable, "disable them")
 	}
-	s.audit(c, "user.disable", u.Email, models.OutcomeSuccess, "")
+	s.audit(c, action.UserDisable, u.Email, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, "/users?done=user-disabled")
 }
 
@@ -93,7 +94,7 @@ func (s *Server) createToken(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	s.audit(c, "token.create", t.Name, models.OutcomeSuccess, "")
+	s.audit(c, action.TokenCreate, t.Name, models.OutcomeSuccess, "")
 	return s.renderUsers(c, http.StatusOK, views.Users{Secret: token, SecretLabel: "API token " + t.Name + ":"})
 }
 
@@ -108,12 +109,12 @@ func (s *Server) revokeToken(c echo.Context) error {
 	if err := models.RevokeAPIToken(s.db, name, s.clock.Now()); err != nil {
 		return err
 	}
-	s.audit(c, "token.revoke", name, models.OutcomeSuccess, "")
+	s.audit(c, action.TokenRevoke, name, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, "/users?done=token-revoked")
 }
 
 func (s *Server) changeRole(c echo.Context) error {
-	u, err := s.otherUser(c, "user.role", "You cannot change your own role; ask another admin.")
+	u, err := s.otherUser(c, action.UserRole, "You cannot change your own role; ask another admin.")
 	if err != nil {
 		return err
 	}
@@ -122,9 +123,9 @@ func (s *Server) changeRole(c echo.Context) error {
 		return err
 	}
 	if _, err := models.SetRole(s.db, u.Email, role, s.clock.Now()); err != nil {
-		return s.lastAdmin(c, err, u, "user.role", "make them "+string(role))
+		return s.lastAdmin(c, err, u, action.UserRole, "make them "+string(role))
 	}
-	s.audit(c, "user.role", u.Email, models.OutcomeSuccess, "role "+string(role))
+	s.audit(c, action.UserRole, u.Email, models.OutcomeSuccess, "role "+string(role))
 	return c.Redirect(http.StatusSeeOther, "/users?done=role-changed")
 }
 
@@ -144,7 +145,7 @@ func (s *Server) resetPassword(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.audit(c, "user.reset_password", u.Email, models.OutcomeSuccess, "")
+	s.audit(c, action.UserResetPassword, u.Email, models.OutcomeSuccess, "")
 	return s.renderUsers(c, http.StatusOK, views.Users{Secret: password,
 		SecretLabel: "New password for " + u.Email + " (their sessions are ended):"})
 }

@@ -32,6 +32,12 @@ var (
 	// (400): no id, a body that is not a JSON object, a NUL character or
 	// invalid UTF-8 in the id or the type.
 	ErrBadEvent = errors.New("bad event")
+	// ErrUnreadableStored: a stored event's payload can no longer be read
+	// as an event, so it cannot be replayed (422).
+	ErrUnreadableStored = errors.New("the stored payload cannot be read as an event")
+	// ErrNoWebhooks: the event's service takes no webhooks (any more), so
+	// there is nothing to replay the event with (409).
+	ErrNoWebhooks = errors.New("syncdesk takes no webhooks from this service")
 )
 
 // Result tells the provider what happened to its delivery.
@@ -209,10 +215,17 @@ func (r *Receiver) effect(ctx context.Context, tx *gorm.DB, hk hook, in Event, n
 // idempotent (guarded transitions, desired state, upserts by key), so a
 // replay can only bring the state to where the event says it should be.
 // The stored payload is redacted: effects read only ids, keys and statuses.
+//
+// An event that is not stored is models.ErrNotFound; one of a service whose
+// webhook settings are gone is ErrNoWebhooks; one whose payload cannot be
+// read is ErrUnreadableStored.
 func (r *Receiver) Replay(ctx context.Context, service, eventID string) (Result, error) {
 	hk, ok := r.hooks[service]
 	if !ok {
-		return Result{}, fmt.Errorf("webhooks for %q: %w", service, models.ErrNotFound)
+		if _, err := models.EventByID(r.db.WithContext(ctx), service, eventID); err != nil {
+			return Result{}, err
+		}
+		return Result{}, fmt.Errorf("%w: %s", ErrNoWebhooks, service)
 	}
 	res := Result{EventID: eventID}
 	err := r.transaction(ctx, func(tx *gorm.DB) error {
@@ -222,7 +235,7 @@ func (r *Receiver) Replay(ctx context.Context, service, eventID string) (Result,
 		}
 		in := Event{Service: service, ID: eventID, Type: stored.EventType, Raw: []byte(stored.Payload)}
 		if err := in.decode(); err != nil {
-			return fmt.Errorf("%w: %v", ErrBadEvent, err)
+			return fmt.Errorf("%w (%v)", ErrUnreadableStored, err)
 		}
 		if res.Outcome, res.Note, err = r.effect(ctx, tx, hk, in, r.clock.Now()); err != nil {
 			return err

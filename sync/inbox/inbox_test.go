@@ -243,6 +243,22 @@ func TestReplayIsSafe(t *testing.T) {
 		require.Contains(t, ev.Error, "replayed: ")
 		_, err = e.rc.Replay(context.Background(), "payments", "evt_none")
 		require.ErrorIs(t, err, models.ErrNotFound)
+
+		// The engine tells the cases apart, so no caller has to ask again.
+		now := e.clock.Now()
+		require.NoError(t, db.Create(&models.ProcessedEvent{Provider: "erp", EventID: "evt_gone", EventType: "x.y",
+			ReceivedAt: now, Outcome: models.EventIgnored, Payload: `{}`}).Error)
+		_, err = e.rc.Replay(context.Background(), "erp", "evt_gone")
+		require.ErrorIs(t, err, ErrNoWebhooks, "stored, but erp takes no webhooks any more")
+		require.NotErrorIs(t, err, models.ErrNotFound)
+		_, err = e.rc.Replay(context.Background(), "erp", "evt_none")
+		require.ErrorIs(t, err, models.ErrNotFound, "neither stored nor configured")
+
+		require.NoError(t, db.Create(&models.ProcessedEvent{Provider: "payments", EventID: "evt_torn", EventType: "payment.succeeded",
+			ReceivedAt: now, Outcome: models.EventApplied, Payload: `not json`}).Error)
+		_, err = e.rc.Replay(context.Background(), "payments", "evt_torn")
+		require.ErrorIs(t, err, ErrUnreadableStored)
+		require.NotErrorIs(t, err, ErrBadEvent, "a stored payload is not a delivery to refuse")
 	})
 }
 

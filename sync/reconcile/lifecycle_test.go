@@ -180,7 +180,7 @@ func TestStartInTheBackgroundAndCancel(t *testing.T) {
 		require.NoError(t, err)
 		_, err = e.rec.Start(context.Background(), "crm", RunOptions{})
 		require.ErrorIs(t, err, models.ErrRunActive)
-		require.True(t, e.rec.Cancel(id))
+		require.NoError(t, e.rec.Cancel(context.Background(), id))
 		require.Eventually(t, func() bool {
 			r, err := models.RunByID(db, id)
 			return err == nil && r.Status == models.RunInterrupted
@@ -188,7 +188,18 @@ func TestStartInTheBackgroundAndCancel(t *testing.T) {
 		r, err := models.RunByID(db, id)
 		require.NoError(t, err)
 		require.Contains(t, r.Error, "stopped by an operator")
-		require.Eventually(t, func() bool { return !e.rec.Cancel(id) }, 5*time.Second, 10*time.Millisecond, "no longer running here")
+		var inv *models.InvalidError
+		require.ErrorAs(t, e.rec.Cancel(context.Background(), id), &inv, "an ended run has nothing to cancel")
+		require.Contains(t, inv.Reason, "not running (it is interrupted)")
+		require.ErrorIs(t, e.rec.Cancel(context.Background(), id+100), models.ErrNotFound)
+
+		// A run another instance is doing can be cancelled only there.
+		now := e.clock.Now()
+		elsewhere := models.ReconciliationRun{Service: "crm", Owner: "other-host-7", StartedAt: now, HeartbeatAt: &now}
+		require.NoError(t, models.StartRun(db, &elsewhere))
+		err = e.rec.Cancel(context.Background(), elsewhere.ID)
+		require.ErrorIs(t, err, ErrRunElsewhere)
+		require.Contains(t, err.Error(), "other-host-7")
 	})
 }
 

@@ -176,9 +176,30 @@ func (r *Reconciler) Start(ctx context.Context, service string, o RunOptions) (i
 	return rn.row.ID, nil
 }
 
-// Cancel stops a run in progress on this instance; it ends interrupted.
-// It reports whether the run was running here.
-func (r *Reconciler) Cancel(runID int64) bool {
+// ErrRunElsewhere refuses to cancel a run that another instance is doing:
+// only that instance can stop it.
+var ErrRunElsewhere = errors.New("the run is going on another instance")
+
+// Cancel stops a run in progress on this instance; it ends interrupted. A
+// run not going here is models.ErrNotFound when there is none, an
+// *models.InvalidError when it has ended, and ErrRunElsewhere when another
+// instance runs it.
+func (r *Reconciler) Cancel(ctx context.Context, runID int64) error {
+	if r.cancelHere(runID) {
+		return nil
+	}
+	run, err := models.RunByID(r.db.WithContext(ctx), runID)
+	switch {
+	case err != nil:
+		return err
+	case run.Status != models.RunRunning:
+		return models.Invalid(fmt.Sprintf("Run %d is not running (it is %s); there is nothing to cancel.", runID, models.RunWord(run.Status)))
+	}
+	return fmt.Errorf("%w (%s): cancel it there, or wait for it to end", ErrRunElsewhere, run.Owner)
+}
+
+// cancelHere cancels a run in progress on this instance, if it is one.
+func (r *Reconciler) cancelHere(runID int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cancel, ok := r.cancel[runID]

@@ -1,0 +1,30 @@
+// Package action names what an audit entry says was done: the codes the
+// audit log stores. It imports nothing, so that web, which writes the
+// entries, and views, which says them in words, share one list.
+package action
+
+// The audit actions, as stored.
+const (
+	Login             = "auth.login"
+	Logout            = "auth.logout"
+	AccessDenied      = "access.denied"
+	UserAdd           = "user.add"
+	UserRole          = "user.role"
+	UserResetPassword = "user.reset_password"
+	UserDisable       = "user.disable"
+	TokenCreate       = "token.create"
+	TokenRevoke       = "token.revoke"
+	ServicePause      = "service.pause"
+	ServiceResume     = "service.resume"
+	LinkSync          = "link.sync"
+	LinkRetry         = "link.retry" // written by earlier versions; their entries still read in words
+	LinkBulkRetry     = "link.bulk_retry"
+	LinkMarkFailed    = "link.mark_failed"
+	LinkRecreate      = "link.recreate"
+	ReconcileStart    = "reconcile.start"
+	ReconcileConfirm  = "reconcile.confirm"
+	ReconcileCancel   = "reconcile.cancel"
+	ScheduleRun       = "schedule.run"
+	EventReplay       = "event.replay"
+	RecordUpsert      = "record.upsert"
+)
