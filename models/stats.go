@@ -24,9 +24,11 @@ type StatAttemptHour struct {
 }
 
 // RefreshStats recounts every aggregate the pages read instead of counting
-// rows per view: links by status, attempts per hour, failed groups.
+// rows per view: links by status, attempts per hour, calls per minute by
+// service, failed groups.
 func RefreshStats(db *gorm.DB, now time.Time) error {
-	return errors.Join(RefreshLinkCounts(db, now), RefreshAttemptHours(db, now), RefreshFailedGroups(db, now))
+	return errors.Join(RefreshLinkCounts(db, now), RefreshAttemptHours(db, now), RefreshServiceMinutes(db, now),
+		RefreshFailedGroups(db, now))
 }
 
 // StatFailedGroup is how many links are failed with one error group, and
