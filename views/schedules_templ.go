@@ -445,7 +445,7 @@ var taskOrder = []struct{ name, label string }{
 	{"rescue-expired-leases", "Returns links whose worker stopped answering"},
 	{"measure-clock", "Reads the database's clock, the one every instance keeps to"},
 	{"reconcile", "Compares each service with our links"},
-	{"refresh-stats", "Recounts the numbers on the overview and the Failed page"},
+	{"refresh-stats", "Recounts the numbers on the overview, the Failed page and Services"},
 	{"prune-attempts", "Deletes old entries from the attempt log"},
 	{"prune-events", "Deletes old webhook events"},
 	{"prune-sessions", "Signs out sessions that were idle too long"},
