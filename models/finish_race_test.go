@@ -79,9 +79,7 @@ func TestAChangeDuringAFinishIsPushedAgain(t *testing.T) {
 				if err := models.SetRecordPayload(tx, rec, r.v2, r.h2, r.now); err != nil {
 					return err
 				}
-				return tx.Model(&models.Link{}).Where("local_type = ? AND local_id = ? AND status IN ?", "order", "1",
-					[]models.Status{models.StatusSuccess, models.StatusFailed}).
-					Updates(map[string]any{"status": models.StatusNew, "next_attempt_at": r.now, "updated_at": r.now}).Error
+				return models.RequeueOtherLinks(tx, "order", "1", "payments", r.now)
 			})
 		}()
 		time.Sleep(300 * time.Millisecond) // the webhook now waits on the finish

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/config"
@@ -48,9 +47,7 @@ func dealUpdated(svc config.Service) Effect {
 		if link.Status != models.StatusSuccess {
 			return what + leftAsIs(link) + aside, errIgnored
 		}
-		err = tx.Model(&models.Link{}).Where("id = ? AND status = ?", link.ID, models.StatusSuccess).
-			Updates(map[string]any{"status": models.StatusNew, "next_attempt_at": now, "updated_at": now}).Error
-		return what + ": a push is queued" + aside, err
+		return what + ": a push is queued" + aside, models.RequeueSyncedLink(tx, link.ID, now)
 	}
 }
 
@@ -106,13 +103,11 @@ func dealDeleted(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (str
 	// dropped (its compare-and-set finds no processing link), and with it a
 	// create's new id. Failing the effect rolls the event back and answers
 	// 5xx: the provider delivers it again once the send has ended.
-	res := tx.Model(&models.Link{}).Where("id = ? AND status <> ?", link.ID, models.StatusProcessing).Updates(map[string]any{
-		"remote_deleted_at": now, "status": models.StatusFailed, "last_error": msg, "last_http_code": 0, "updated_at": now,
-		"error_group": models.ErrorGroup(ev.Service, 0, "deleted remotely: re-create after confirming")})
+	marked, err := models.MarkRemoteDeleted(tx, link.ID, ev.Service, msg, now)
 	switch {
-	case res.Error != nil:
-		return "", res.Error
-	case res.RowsAffected == 0:
+	case err != nil:
+		return "", err
+	case !marked:
 		return "", fmt.Errorf("link %d is being sent right now; deliver the deletion again once the send has ended", link.ID)
 	}
 	return "link marked: the remote object is gone", nil
@@ -136,17 +131,11 @@ func adoptUnknown(kind string) Effect {
 			return "", unprocessable("the %s is not a JSON object", kind)
 		}
 		typ := ev.Service + "_" + kind
-		rec := models.Record{LocalType: typ, LocalID: id, Payload: body, ContentHash: hash, CreatedAt: now, UpdatedAt: now}
-		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rec)
-		if res.Error != nil {
-			return "", res.Error
-		}
-		link := models.Link{LocalType: typ, LocalID: id, ExternalService: ev.Service, ExternalKey: id, ExternalID: id,
-			Status: models.StatusSuccess, NextAttemptAt: now, PushedHash: hash, CreatedAt: now, UpdatedAt: now}
-		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&link).Error; err != nil {
+		created, err := models.AdoptRemoteObject(tx, typ, id, ev.Service, body, hash, now)
+		if err != nil {
 			return "", err
 		}
-		if res.RowsAffected == 0 {
+		if !created {
 			return fmt.Sprintf("%s/%s already exists", typ, id), errIgnored
 		}
 		return fmt.Sprintf("created %s/%s", typ, id), nil

@@ -121,39 +121,17 @@ func transition(to string) Effect {
 		if err != nil {
 			return "", err
 		}
-		if err := adoptID(tx, link, id, to, hash, now); err != nil {
+		// The link learns what the provider holds (so that only what it lacks
+		// is pushed), and its id if it had none; the other services are owed
+		// the record's new state.
+		if err := models.AdoptProviderState(tx, link, id, heldAfter(link.CreatePayload, to), hash, now); err != nil {
 			return "", err
 		}
-		if err := requeueOthers(tx, link, now); err != nil {
+		if err := models.RequeueOtherLinks(tx, link.LocalType, link.LocalID, link.ExternalService, now); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%s/%s went from %s to %s", rec.LocalType, rec.LocalID, from, to), nil
 	}
-}
-
-// adoptID gives a link the provider's id when it had none (its create's
-// answer was lost), and records the hash of what the provider holds, so that
-// a state it holds is not pushed back for nothing and one it lacks is. A
-// link being sent is left to its worker.
-func adoptID(tx *gorm.DB, l *models.Link, id, to, hash string, now time.Time) error {
-	updates := map[string]any{"updated_at": now}
-	switch {
-	case l.ExternalID == "" && id != "":
-		// The provider holds the create's body, frozen at its first attempt,
-		// in the event's state — not the record, which may have changed while
-		// the link waited to retry: such a change is pushed now, as an update.
-		held := heldAfter(l.CreatePayload, to)
-		updates["external_id"], updates["needs_lookup"], updates["create_payload"] = id, false, ""
-		updates["pushed_hash"], updates["last_error"], updates["attempts"] = held, "", 0
-		updates["status"], updates["next_attempt_at"] = models.StatusNew, now
-		if held == hash {
-			updates["status"] = models.StatusSuccess
-		}
-	case l.Status == models.StatusSuccess:
-		// It held the record's previous state, and moved it as we did.
-		updates["pushed_hash"] = hash
-	}
-	return tx.Model(&models.Link{}).Where("id = ? AND status <> ?", l.ID, models.StatusProcessing).Updates(updates).Error
 }
 
 // heldAfter is the hash of a frozen create body moved to the state to, or ""
@@ -173,14 +151,6 @@ func heldAfter(createPayload, to string) string {
 		return ""
 	}
 	return hash
-}
-
-// requeueOthers queues a push of the record's new state to every other
-// service it is linked to: the record changed, so their desired state did.
-func requeueOthers(tx *gorm.DB, l *models.Link, now time.Time) error {
-	return tx.Model(&models.Link{}).Where("local_type = ? AND local_id = ? AND external_service <> ? AND status IN ?",
-		l.LocalType, l.LocalID, l.ExternalService, []models.Status{models.StatusSuccess, models.StatusFailed}).
-		Updates(map[string]any{"status": models.StatusNew, "next_attempt_at": now, "attempts": 0, "updated_at": now}).Error
 }
 
 // linkedRecord finds the link and the record an event's object belongs to.

@@ -1,0 +1,91 @@
+package models
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// The writes of the inbox's webhook effects. Each runs in the inbox's
+// transaction, after the effect read the link without a lock: the outbox
+// may claim the link in between, so every update carries its own guard on
+// the status, and a link being sent is never written under its worker (its
+// compare-and-set on a processing link would find none, and its outcome —
+// a create's new id with it — would be lost).
+
+// RequeueSyncedLink queues a push of a link's desired state, for a webhook
+// that says the provider holds something else. Only a link still in
+// success: one claimed by the outbox since it was read is being sent, and
+// one queued, retrying or failed meanwhile keeps its turn and its attempts.
+func RequeueSyncedLink(tx *gorm.DB, id int64, now time.Time) error {
+	return tx.Model(&Link{}).Where("id = ? AND status = ?", id, StatusSuccess).
+		Updates(map[string]any{"status": StatusNew, "next_attempt_at": now, "updated_at": now}).Error
+}
+
+// MarkRemoteDeleted marks a link failed because its provider says the
+// object is gone, with reason as its error, until an operator re-creates
+// it. It reports false, and writes nothing, when the link is being sent:
+// never overwrites a link under its worker.
+func MarkRemoteDeleted(tx *gorm.DB, id int64, service, reason string, now time.Time) (bool, error) {
+	res := tx.Model(&Link{}).Where("id = ? AND status <> ?", id, StatusProcessing).Updates(map[string]any{
+		"remote_deleted_at": now, "status": StatusFailed, "last_error": reason, "last_http_code": 0, "updated_at": now,
+		"error_group": ErrorGroup(service, 0, "deleted remotely: re-create after confirming")})
+	return res.RowsAffected > 0, res.Error
+}
+
+// AdoptRemoteObject stores an object a provider told us of and we have never
+// seen as the record localType/localID, linked in success to the provider's
+// id, which is also its key. It reports whether the record is new. ON
+// CONFLICT DO NOTHING on the unique keys of records and links, not a prior
+// SELECT, makes a second delivery, a replay or a concurrent one a no-op:
+// never a second record, and an existing one or its link is never
+// overwritten.
+func AdoptRemoteObject(tx *gorm.DB, localType, localID, service, payload, hash string, now time.Time) (bool, error) {
+	rec := Record{LocalType: localType, LocalID: localID, Payload: payload, ContentHash: hash, CreatedAt: now, UpdatedAt: now}
+	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rec)
+	if res.Error != nil {
+		return false, res.Error
+	}
+	link := Link{LocalType: localType, LocalID: localID, ExternalService: service, ExternalKey: localID, ExternalID: localID,
+		Status: StatusSuccess, NextAttemptAt: now, PushedHash: hash, CreatedAt: now, UpdatedAt: now}
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&link).Error; err != nil {
+		return false, err
+	}
+	return res.RowsAffected > 0, nil
+}
+
+// AdoptProviderState writes on a link what a webhook about its object says
+// the provider holds, after the record moved to the event's state
+// (recordHash). A link that had no id (its create's answer was lost) takes
+// the event's externalID, and heldHash, the hash of what the provider
+// holds: its create's body in the event's state. Not the record: it may
+// have changed while the link waited to retry, and such a change is pushed
+// now, as an update; the link is in success only when the two are the
+// same. A link in success held the record's previous state, and moved it
+// as we did: it takes recordHash. A link being sent is left to its worker.
+func AdoptProviderState(tx *gorm.DB, l *Link, externalID, heldHash, recordHash string, now time.Time) error {
+	updates := map[string]any{"updated_at": now}
+	switch {
+	case l.ExternalID == "" && externalID != "":
+		updates["external_id"], updates["needs_lookup"], updates["create_payload"] = externalID, false, ""
+		updates["pushed_hash"], updates["last_error"], updates["attempts"] = heldHash, "", 0
+		updates["status"], updates["next_attempt_at"] = StatusNew, now
+		if heldHash == recordHash {
+			updates["status"] = StatusSuccess
+		}
+	case l.Status == StatusSuccess:
+		updates["pushed_hash"] = recordHash
+	}
+	return tx.Model(&Link{}).Where("id = ? AND status <> ?", l.ID, StatusProcessing).Updates(updates).Error
+}
+
+// RequeueOtherLinks queues, with fresh attempts, a push of a record's new
+// state to every service it is linked to but except, whose webhook changed
+// it. Only links in success or failed: one new or retrying is already
+// queued and keeps its attempts, and one being sent is left to its worker.
+func RequeueOtherLinks(tx *gorm.DB, localType, localID, except string, now time.Time) error {
+	return tx.Model(&Link{}).Where("local_type = ? AND local_id = ? AND external_service <> ? AND status IN ?",
+		localType, localID, except, []Status{StatusSuccess, StatusFailed}).
+		Updates(map[string]any{"status": StatusNew, "next_attempt_at": now, "attempts": 0, "updated_at": now}).Error
+}

@@ -1,0 +1,250 @@
+package models_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+)
+
+var (
+	effectsNow    = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	effectsBefore = effectsNow.Add(-time.Hour)
+)
+
+// effectLink inserts a link of order/localID to service in a status, with
+// two attempts behind it, last changed an hour before effectsNow, and what
+// edit changes.
+func effectLink(t *testing.T, db *gorm.DB, localID, service string, status models.Status, edit ...func(*models.Link)) models.Link {
+	t.Helper()
+	l := models.Link{LocalType: "order", LocalID: localID, ExternalService: service, ExternalKey: "site_order_" + localID,
+		ExternalID: "deal_" + localID, Status: status, Attempts: 2, NextAttemptAt: effectsBefore, LastError: "before",
+		PushedHash: "h-before", CreatePayload: `{"status":"pending"}`, CreatedAt: effectsBefore, UpdatedAt: effectsBefore}
+	for _, f := range edit {
+		f(&l)
+	}
+	require.NoError(t, db.Create(&l).Error)
+	return l
+}
+
+// requireUntouched fails when the link differs from how effectLink made it.
+func requireUntouched(t *testing.T, db *gorm.DB, l models.Link) {
+	t.Helper()
+	got, err := models.LinkByID(db, l.ID)
+	require.NoError(t, err)
+	require.Equal(t, l.Status, got.Status, "link %d (%s) must be left as it was", l.ID, l.Status)
+	require.Equal(t, 2, got.Attempts, "link %d (%s) keeps its attempts", l.ID, l.Status)
+	require.True(t, got.UpdatedAt.Equal(effectsBefore), "link %d (%s) was written at %s", l.ID, l.Status, got.UpdatedAt)
+	require.Equal(t, "before", got.LastError)
+	require.Equal(t, "h-before", got.PushedHash)
+	require.Equal(t, l.ExternalID, got.ExternalID)
+	require.Nil(t, got.RemoteDeletedAt)
+}
+
+// A deal that differs from our state queues a push of a link in success
+// only: one claimed by the outbox since it was read is being sent, and one
+// queued, retrying or failed keeps its turn and its attempts.
+func TestRequeueSyncedLinkOnlyALinkInSuccess(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		for _, status := range models.Statuses {
+			l := effectLink(t, db, string(status), "crm", status)
+			require.NoError(t, models.RequeueSyncedLink(db, l.ID, effectsNow))
+			if status != models.StatusSuccess {
+				requireUntouched(t, db, l)
+				continue
+			}
+			got, err := models.LinkByID(db, l.ID)
+			require.NoError(t, err)
+			require.Equal(t, models.StatusNew, got.Status)
+			require.True(t, got.NextAttemptAt.Equal(effectsNow), "due now, not %s", got.NextAttemptAt)
+			require.True(t, got.UpdatedAt.Equal(effectsNow))
+			require.Equal(t, 2, got.Attempts, "a requeue of a synced link leaves its attempts")
+		}
+	})
+}
+
+// A deletion marks every link but one being sent, and says so.
+func TestMarkRemoteDeletedNeverOverwritesALinkBeingSent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		for _, status := range models.Statuses {
+			l := effectLink(t, db, string(status), "crm", status, func(l *models.Link) { l.LastHTTPCode = 503 })
+			marked, err := models.MarkRemoteDeleted(db, l.ID, "crm", "crm reports deal_1 deleted (event evt_7).", effectsNow)
+			require.NoError(t, err)
+			if status == models.StatusProcessing {
+				require.False(t, marked, "a link being sent is not marked")
+				requireUntouched(t, db, l)
+				continue
+			}
+			require.True(t, marked, status)
+			got, err := models.LinkByID(db, l.ID)
+			require.NoError(t, err)
+			require.Equal(t, models.StatusFailed, got.Status)
+			require.NotNil(t, got.RemoteDeletedAt)
+			require.True(t, got.RemoteDeletedAt.Equal(effectsNow))
+			require.Equal(t, "crm reports deal_1 deleted (event evt_7).", got.LastError)
+			require.Zero(t, got.LastHTTPCode)
+			require.Equal(t, "crm · no answer · deleted remotely: re-create after confirming", got.ErrorGroup)
+		}
+	})
+}
+
+// An unknown object is adopted once: a second delivery neither adds a
+// record nor overwrites the one there, and a link already there is kept.
+func TestAdoptRemoteObjectOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		created, err := models.AdoptRemoteObject(db, "crm_contact", "c_1", "crm", `{"id":"c_1","name":"Ana"}`, "h1", effectsNow)
+		require.NoError(t, err)
+		require.True(t, created)
+		rec, err := models.RecordByKey(db, "crm_contact", "c_1")
+		require.NoError(t, err)
+		require.Equal(t, `{"id":"c_1","name":"Ana"}`, rec.Payload)
+		links, err := models.RecordLinks(db, "crm_contact", "c_1")
+		require.NoError(t, err)
+		require.Len(t, links, 1)
+		l := links[0]
+		require.Equal(t, []string{"crm", "c_1", "c_1", "h1"}, []string{l.ExternalService, l.ExternalKey, l.ExternalID, l.PushedHash})
+		require.Equal(t, models.StatusSuccess, l.Status)
+
+		// Again, with other content and the link since sent elsewhere.
+		require.NoError(t, db.Model(&l).Updates(map[string]any{"status": models.StatusRetry, "external_id": "c_1b"}).Error)
+		created, err = models.AdoptRemoteObject(db, "crm_contact", "c_1", "crm", `{"id":"c_1","name":"Bea"}`, "h2", effectsNow)
+		require.NoError(t, err)
+		require.False(t, created, "the record exists")
+		rec, err = models.RecordByKey(db, "crm_contact", "c_1")
+		require.NoError(t, err)
+		require.Equal(t, "h1", rec.ContentHash, "the record is not overwritten")
+		links, err = models.RecordLinks(db, "crm_contact", "c_1")
+		require.NoError(t, err)
+		require.Len(t, links, 1)
+		require.Equal(t, models.StatusRetry, links[0].Status, "the link is not overwritten")
+		require.Equal(t, "c_1b", links[0].ExternalID)
+	})
+}
+
+// Deliveries of the same new object at once adopt it exactly once: the
+// unique keys decide, not a SELECT before the insert.
+func TestAdoptRemoteObjectConcurrently(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		const deliveries = 24
+		var wg sync.WaitGroup
+		created := make(chan bool, deliveries)
+		errs := make(chan error, deliveries)
+		for i := range deliveries {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- db.Transaction(func(tx *gorm.DB) error {
+					c, err := models.AdoptRemoteObject(tx, "crm_contact", "c_9", "crm",
+						fmt.Sprintf(`{"id":"c_9","n":%d}`, i), fmt.Sprintf("h%d", i), effectsNow)
+					created <- c && err == nil
+					return err
+				})
+			}()
+		}
+		wg.Wait()
+		close(created)
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		n := 0
+		for c := range created {
+			if c {
+				n++
+			}
+		}
+		require.Equal(t, 1, n, "exactly one delivery creates the record")
+		var records, links int64
+		require.NoError(t, db.Model(&models.Record{}).Where("local_type = ? AND local_id = ?", "crm_contact", "c_9").Count(&records).Error)
+		require.NoError(t, db.Model(&models.Link{}).Where("local_type = ? AND local_id = ?", "crm_contact", "c_9").Count(&links).Error)
+		require.Equal(t, [2]int64{1, 1}, [2]int64{records, links}, "one record and one link")
+	})
+}
+
+// A payment event gives a link that lost its create's answer the
+// provider's id, in success only when the provider holds what the record
+// does; a link in success takes the record's new hash; a link being sent
+// is left to its worker.
+func TestAdoptProviderState(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		for _, tc := range []struct {
+			name           string
+			read, status   models.Status // as the effect read it, as it is when the update runs
+			externalID     string        // the link's, before
+			held, record   string
+			want           models.Status
+			wantID, pushed string
+			attempts       int
+		}{
+			{"no id, the provider holds the record", models.StatusRetry, models.StatusRetry, "", "h-new", "h-new", models.StatusSuccess, "pay_1", "h-new", 0},
+			{"no id, the record changed since the create", models.StatusRetry, models.StatusRetry, "", "h-create", "h-new", models.StatusNew, "pay_1", "h-create", 0},
+			{"no id, claimed since it was read", models.StatusRetry, models.StatusProcessing, "", "h-new", "h-new", models.StatusProcessing, "", "h-before", 2},
+			{"in success", models.StatusSuccess, models.StatusSuccess, "pay_1", "", "h-new", models.StatusSuccess, "pay_1", "h-new", 2},
+			{"in success, claimed since it was read", models.StatusSuccess, models.StatusProcessing, "pay_1", "", "h-new", models.StatusProcessing, "pay_1", "h-before", 2},
+			{"retrying, with an id", models.StatusRetry, models.StatusRetry, "pay_1", "", "h-new", models.StatusRetry, "pay_1", "h-before", 2},
+		} {
+			l := effectLink(t, db, tc.name, "payments", tc.status, func(l *models.Link) { l.ExternalID, l.NeedsLookup = tc.externalID, true })
+			l.Status = tc.read
+			require.NoError(t, models.AdoptProviderState(db, &l, "pay_1", tc.held, tc.record, effectsNow), tc.name)
+			got, err := models.LinkByID(db, l.ID)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got.Status, tc.name)
+			require.Equal(t, tc.wantID, got.ExternalID, tc.name)
+			require.Equal(t, tc.pushed, got.PushedHash, tc.name)
+			require.Equal(t, tc.attempts, got.Attempts, tc.name)
+			if tc.status == models.StatusProcessing {
+				require.True(t, got.UpdatedAt.Equal(effectsBefore), "%s: a link being sent is not written", tc.name)
+				continue
+			}
+			require.True(t, got.UpdatedAt.Equal(effectsNow), tc.name)
+			if tc.externalID == "" { // adopted: the create is over
+				require.False(t, got.NeedsLookup, tc.name)
+				require.Empty(t, got.CreatePayload, tc.name)
+				require.Empty(t, got.LastError, tc.name)
+				require.True(t, got.NextAttemptAt.Equal(effectsNow), tc.name)
+			} else {
+				require.True(t, got.NeedsLookup, tc.name)
+				require.Equal(t, "before", got.LastError, tc.name)
+			}
+		}
+	})
+}
+
+// A record changed by one service's webhook is pushed again, with fresh
+// attempts, to its other services in success or failed; a link queued or
+// retrying keeps its attempts, one being sent is left to its worker, and
+// the service that told us and other records are not touched.
+func TestRequeueOtherLinks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		requeued := map[int64]bool{}
+		var left []models.Link
+		for _, status := range models.Statuses {
+			l := effectLink(t, db, "1", "svc_"+string(status), status)
+			if status == models.StatusSuccess || status == models.StatusFailed {
+				requeued[l.ID] = true
+			} else {
+				left = append(left, l)
+			}
+		}
+		left = append(left, effectLink(t, db, "1", "payments", models.StatusSuccess), // the one that told us
+			effectLink(t, db, "2", "crm", models.StatusSuccess)) // another record
+		require.NoError(t, models.RequeueOtherLinks(db, "order", "1", "payments", effectsNow))
+		for id := range requeued {
+			got, err := models.LinkByID(db, id)
+			require.NoError(t, err)
+			require.Equal(t, models.StatusNew, got.Status, got.ExternalService)
+			require.Zero(t, got.Attempts, got.ExternalService)
+			require.True(t, got.NextAttemptAt.Equal(effectsNow), got.ExternalService)
+			require.True(t, got.UpdatedAt.Equal(effectsNow), got.ExternalService)
+		}
+		for _, l := range left {
+			requireUntouched(t, db, l)
+		}
+	})
+}
