@@ -368,8 +368,7 @@ func connectors(cfg config.Config, r *redact.Redactor) ([]outbox.Service, []reco
 
 // seedDemo fills an empty database with the demo's records.
 func seedDemo(db *gorm.DB, eng *outbox.Engine) error {
-	var n int64
-	if err := db.Model(&models.Record{}).Count(&n).Error; err != nil || n > 0 {
+	if seeded, err := models.AnyRecord(db); err != nil || seeded {
 		return err
 	}
 	for _, r := range sandbox.DemoRecords() {

@@ -93,3 +93,17 @@ func TestExistingRecordsIsOneQuery(t *testing.T) {
 		require.EqualValues(t, 1, n.n.Load(), "nothing to ask, no query")
 	})
 }
+
+// AnyRecord tells an empty database (the demo seeds it) from one with records.
+func TestAnyRecord(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		got, err := models.AnyRecord(db)
+		require.NoError(t, err)
+		require.False(t, got)
+		_, err = models.UpsertRecord(db, "order", "1", `{"n":1}`, "hash", time.Now().UTC())
+		require.NoError(t, err)
+		got, err = models.AnyRecord(db)
+		require.NoError(t, err)
+		require.True(t, got)
+	})
+}

@@ -69,6 +69,14 @@ func RecordByKey(db *gorm.DB, localType, localID string) (*Record, error) {
 	return &r, notFound(err, "record "+localType+"/"+localID)
 }
 
+// AnyRecord reports whether there is a record at all, reading one index
+// entry at most.
+func AnyRecord(db *gorm.DB) (bool, error) {
+	var ids []int64
+	err := db.Model(&Record{}).Limit(1).Pluck("id", &ids).Error
+	return len(ids) > 0, err
+}
+
 // RecordKey names a record.
 type RecordKey struct{ LocalType, LocalID string }
 
