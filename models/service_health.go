@@ -34,19 +34,11 @@ const serviceMinutesKept = 2 * time.Hour
 // so after the first refresh each costs two small counts.
 func RefreshServiceMinutes(db *gorm.DB, now time.Time) error {
 	current := now.UTC().Truncate(time.Minute)
-	first := current.Add(-time.Hour)
-	var have []time.Time
-	if err := db.Model(&StatServiceMinute{}).Distinct("minute").Where("minute >= ?", first).Pluck("minute", &have).Error; err != nil {
-		return fmt.Errorf("read counted minutes: %w", err)
+	minutes, err := bucketsToCount(db, &StatServiceMinute{}, "minute", current.Add(-time.Hour), now, time.Minute)
+	if err != nil {
+		return err
 	}
-	counted := map[int64]bool{}
-	for _, m := range have {
-		counted[m.UTC().Unix()] = true
-	}
-	for m := first; !m.After(current); m = m.Add(time.Minute) {
-		if counted[m.Unix()] && m.Before(current.Add(-time.Minute)) {
-			continue
-		}
+	for _, m := range minutes {
 		if err := countMinute(db, m, now); err != nil {
 			return err
 		}
@@ -67,18 +59,8 @@ func countMinute(db *gorm.DB, minute, now time.Time) error {
 	if err := db.Raw(q, minute, minute.Add(time.Minute)).Scan(&rows).Error; err != nil {
 		return fmt.Errorf("count calls of %s: %w", minute.Format(time.RFC3339), err)
 	}
-	return db.Transaction(func(tx *gorm.DB) error {
-		if err := tx.Where("minute = ?", minute).Delete(&StatServiceMinute{}).Error; err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			rows = []StatServiceMinute{{Outcome: string(OutcomeOK)}} // a quiet minute is counted too
-		}
-		for i := range rows {
-			rows[i].Minute, rows[i].CountedAt = minute, now
-		}
-		return tx.Create(&rows).Error
-	})
+	return storeBucket(db, "minute", minute, rows, StatServiceMinute{Outcome: string(OutcomeOK)},
+		func(r *StatServiceMinute) { r.Minute, r.CountedAt = minute, now })
 }
 
 // CountOutcomesSince sums each service's calls since a time, by outcome,

@@ -101,18 +101,11 @@ func LinkCounts(db *gorm.DB) ([]StatLinkCount, error) {
 // hours do not change, so each is counted once.
 func RefreshAttemptHours(db *gorm.DB, now time.Time) error {
 	current := now.UTC().Truncate(time.Hour)
-	var have []time.Time
-	if err := db.Model(&StatAttemptHour{}).Distinct("hour").Where("hour >= ?", current.Add(-24*time.Hour)).Pluck("hour", &have).Error; err != nil {
+	hours, err := bucketsToCount(db, &StatAttemptHour{}, "hour", current.Add(-23*time.Hour), now, time.Hour)
+	if err != nil {
 		return err
 	}
-	counted := map[int64]bool{}
-	for _, h := range have {
-		counted[h.UTC().Unix()] = true
-	}
-	for h := current.Add(-23 * time.Hour); !h.After(current); h = h.Add(time.Hour) {
-		if counted[h.Unix()] && h.Before(current.Add(-time.Hour)) {
-			continue
-		}
+	for _, h := range hours {
 		if err := countHour(db, h, now); err != nil {
 			return err
 		}
@@ -127,18 +120,8 @@ func countHour(db *gorm.DB, hour, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return db.Transaction(func(tx *gorm.DB) error {
-		if err := tx.Where("hour = ?", hour).Delete(&StatAttemptHour{}).Error; err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			rows = []StatAttemptHour{{Outcome: string(OutcomeOK)}} // a quiet hour is counted too
-		}
-		for i := range rows {
-			rows[i].Hour, rows[i].CountedAt = hour, now
-		}
-		return tx.Create(&rows).Error
-	})
+	return storeBucket(db, "hour", hour, rows, StatAttemptHour{Outcome: string(OutcomeOK)},
+		func(r *StatAttemptHour) { r.Hour, r.CountedAt = hour, now })
 }
 
 // AttemptHours returns the counted hours since a time, oldest first.
