@@ -47,7 +47,7 @@ func (s *Server) apiListLinks(c echo.Context) error {
 		}
 		f.BeforeID = id
 	}
-	links, err := models.ListLinks(s.db, f)
+	links, err := models.ListLinks(s.requestDB(c), f)
 	if err != nil {
 		return err
 	}

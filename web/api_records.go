@@ -48,7 +48,7 @@ func (s *Server) apiPutRecord(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rec, err := models.RecordByKey(s.db, typ, id)
+	rec, err := models.RecordByKey(s.requestDB(c), typ, id)
 	if err != nil {
 		return err
 	}
@@ -62,11 +62,11 @@ func (s *Server) apiPutRecord(c echo.Context) error {
 
 // apiGetRecord answers GET /api/v1/records/{type}/{id}: the record and its links.
 func (s *Server) apiGetRecord(c echo.Context) error {
-	rec, err := models.RecordByKey(s.db, c.Param("type"), c.Param("id"))
+	rec, err := models.RecordByKey(s.requestDB(c), c.Param("type"), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	links, err := models.RecordLinks(s.db, rec.LocalType, rec.LocalID)
+	links, err := models.RecordLinks(s.requestDB(c), rec.LocalType, rec.LocalID)
 	if err != nil {
 		return err
 	}

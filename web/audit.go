@@ -31,7 +31,7 @@ func (s *Server) listAudit(c echo.Context) error {
 	if f.BeforeID, err = cursorParam(c, "before"); err != nil {
 		return err
 	}
-	entries, err := models.ListAudit(s.db, f)
+	entries, err := models.ListAudit(s.requestDB(c), f)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func (s *Server) login(c echo.Context) error {
 		return s.renderStatus(c, refused.status, views.LoginPage(view))
 	}
 	defer leave()
-	user, err := models.UserByEmail(s.db, email)
+	user, err := models.UserByEmail(s.requestDB(c), email)
 	switch {
 	case errors.Is(err, models.ErrNotFound):
 		models.SpendPasswordCheck(password)
@@ -62,9 +62,9 @@ func (s *Server) login(c echo.Context) error {
 	}
 	// A fresh session id at every sign-in: a cookie planted before it is worthless.
 	if old, err := c.Cookie(sessionCookie); err == nil {
-		_ = models.DeleteSession(s.db, old.Value)
+		_ = models.DeleteSession(s.requestDB(c), old.Value)
 	}
-	token, err := models.CreateSession(s.db, user.ID, c.RealIP(), c.Request().UserAgent(), s.clock.Now(), s.cfg.Session.AbsoluteTimeout)
+	token, err := models.CreateSession(s.requestDB(c), user.ID, c.RealIP(), c.Request().UserAgent(), s.clock.Now(), s.cfg.Session.AbsoluteTimeout)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,9 @@ func (s *Server) login(c echo.Context) error {
 
 func (s *Server) logout(c echo.Context) error {
 	if ck, err := c.Cookie(sessionCookie); err == nil {
-		if err := models.DeleteSession(s.db, ck.Value); err != nil {
+		// Detached from the request: a person who signs out and closes the
+		// tab at once must not leave the session alive behind the cookie.
+		if err := models.DeleteSession(s.detachedDB(c), ck.Value); err != nil {
 			return err
 		}
 	}
@@ -107,7 +109,9 @@ func (s *Server) auditLogin(c echo.Context, email, outcome string, uid *int64) {
 	if uid == nil {
 		actor = "anonymous"
 	}
-	err := models.Audit(s.db, models.AuditEntry{At: s.clock.Now(), Actor: actor, UserID: uid, Action: action.Login,
+	// Detached from the request: the throttle counts failed sign-ins from
+	// these entries, and a guesser who hangs up at once must still be counted.
+	err := models.Audit(s.detachedDB(c), models.AuditEntry{At: s.clock.Now(), Actor: actor, UserID: uid, Action: action.Login,
 		Target: loginTarget(email), Outcome: outcome, IP: c.RealIP()})
 	if err != nil {
 		s.log.Error("audit write failed", "action", action.Login, "err", err)

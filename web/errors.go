@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -26,6 +27,11 @@ func errForbidden(msg string) error    { return &statusError{http.StatusForbidde
 func errUnauthorized(msg string) error { return &statusError{http.StatusUnauthorized, msg} }
 func errBadRequest(msg string) error   { return &statusError{http.StatusBadRequest, msg} }
 
+// statusClientClosed answers a request whose client went away before it was
+// served: nginx's 499, as no standard status says it. It is logged at Info,
+// as any status below 500.
+const statusClientClosed = 499
+
 // problemFor maps any error to a status and a message a person can read. It is
 // the one place where errors become HTTP statuses.
 func problemFor(err error) views.Problem {
@@ -36,6 +42,12 @@ func problemFor(err error) views.Problem {
 	switch {
 	case errors.As(err, &se):
 		return views.Problem{Status: se.status, Title: titleFor(se.status), Message: se.message}
+	case errors.Is(err, context.Canceled):
+		// A query ended because its request's client went away: no one reads
+		// the answer, and nothing here failed. Before the outage cases: a
+		// cancelled query can also end its connection.
+		return views.Problem{Status: statusClientClosed, Title: "Request cancelled",
+			Message: "The request was cancelled before it finished."}
 	case errors.As(err, &inv):
 		return views.Problem{Status: http.StatusBadRequest, Title: titleFor(http.StatusBadRequest), Message: inv.Reason}
 	case models.AsUnavailable(err, &down):

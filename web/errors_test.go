@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -79,6 +80,7 @@ func TestProblemForTheEnginesErrors(t *testing.T) {
 		{reconcile.ErrRunElsewhere, http.StatusConflict, "another instance"},
 		{reconcile.ErrClosed, http.StatusServiceUnavailable, "stopping"},
 		{models.ErrNotFound, http.StatusNotFound, "not found"},
+		{context.Canceled, statusClientClosed, "cancelled before it finished"},
 		{models.Invalid("Keep it short."), http.StatusBadRequest, "Keep it short."},
 		{errors.New("boom"), http.StatusInternalServerError, "unexpected error"},
 	} {

@@ -37,12 +37,12 @@ func (s *Server) listEvents(c echo.Context) error {
 		}
 		f.After = &cur
 	}
-	events, err := models.ListEvents(s.db, f)
+	events, err := models.ListEvents(s.requestDB(c), f)
 	if err != nil {
 		return err
 	}
 	events, more := pageOf(events, eventsPageSize)
-	types, err := s.eventTypes(vf.Type)
+	types, err := s.eventTypes(c, vf.Type)
 	if err != nil {
 		return err
 	}
@@ -76,8 +76,8 @@ func (s *Server) eventServices(current string) []string {
 
 // eventTypes are the type filter's choices: every type the inbox has
 // stored, and the current choice.
-func (s *Server) eventTypes(current string) ([]string, error) {
-	out, err := models.EventTypes(s.db, maxEventTypes)
+func (s *Server) eventTypes(c echo.Context, current string) ([]string, error) {
+	out, err := models.EventTypes(s.requestDB(c), maxEventTypes)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (s *Server) renderEvent(c echo.Context, status int, replayErr string) error
 	if err != nil {
 		return err
 	}
-	ev, err := models.EventByID(s.db, service, id)
+	ev, err := models.EventByID(s.requestDB(c), service, id)
 	if err != nil {
 		return err
 	}

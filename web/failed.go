@@ -21,7 +21,7 @@ const failedShown = 100
 // listFailed reads the groups as the refresh-stats task last counted them:
 // an exact count of every failed link is too slow for a page view.
 func (s *Server) listFailed(c echo.Context) error {
-	all, err := models.FailedGroups(s.db, 0)
+	all, err := models.FailedGroups(s.requestDB(c), 0)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (s *Server) listFailed(c echo.Context) error {
 	for _, g := range groups {
 		ids = append(ids, g.ExampleID)
 	}
-	examples, err := models.LinksByIDs(s.db, ids)
+	examples, err := models.LinksByIDs(s.requestDB(c), ids)
 	if err != nil {
 		return err
 	}
@@ -61,13 +61,13 @@ const failedGroupShown = 200
 // renderFailedGroup shows one group's failed links to pick from, with an
 // error above them when a retry of the selection could not go ahead.
 func (s *Server) renderFailedGroup(c echo.Context, status int, group, problem string) error {
-	ids, err := models.FailedIDs(s.db, group, failedGroupShown+1)
+	ids, err := models.FailedIDs(s.requestDB(c), group, failedGroupShown+1)
 	if err != nil {
 		return err
 	}
 	ids, more := pageOf(ids, failedGroupShown)
 	v := views.FailedGroupView{Group: group, More: more, Error: problem}
-	links, err := models.LinksByIDs(s.db, ids)
+	links, err := models.LinksByIDs(s.requestDB(c), ids)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (s *Server) askRetry(c echo.Context) error {
 	var what string
 	var err error
 	if group := c.FormValue("group"); group != "" {
-		if ids, err = models.FailedIDs(s.db, group, maxBulk); err != nil {
+		if ids, err = models.FailedIDs(s.requestDB(c), group, maxBulk); err != nil {
 			return err
 		}
 		if len(ids) == 0 {
@@ -105,7 +105,7 @@ func (s *Server) askRetry(c echo.Context) error {
 		}
 		what = "The links you selected."
 	}
-	rows, err := models.LinksByIDs(s.db, ids[:min(len(ids), 10)])
+	rows, err := models.LinksByIDs(s.requestDB(c), ids[:min(len(ids), 10)])
 	if err != nil {
 		return err
 	}
@@ -133,15 +133,17 @@ func (s *Server) retryConfirmed(c echo.Context) error {
 		return err
 	}
 	s.audit(c, action.LinkBulkRetry, target, models.OutcomeSuccess, did)
-	s.recountFailed("a bulk retry")
+	s.recountFailed(c, "a bulk retry")
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/failed?done=bulk-retry&queued=%d&busy=%d&gone=%d", res.Queued, res.Busy, res.Gone))
 }
 
 // recountFailed counts the failed links' groups again after an operator
 // moved links into or out of failed, so that the failed page shows it at
 // once instead of at the next scheduled count. If it fails, that count will.
-func (s *Server) recountFailed(after string) {
-	if err := models.RefreshFailedGroups(s.db, s.clock.Now()); err != nil {
+// It is detached from the request: the links have already moved, and a
+// client that leaves now must not leave the page counting them where they were.
+func (s *Server) recountFailed(c echo.Context, after string) {
+	if err := models.RefreshFailedGroups(s.detachedDB(c), s.clock.Now()); err != nil {
 		s.log.Warn("recount failed groups after "+after, "error", err)
 	}
 }

@@ -26,7 +26,7 @@ const readyTimeout = 2 * time.Second
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), readyTimeout)
 	defer cancel()
-	db := s.db.WithContext(ctx)
+	db := s.requestDB(c).WithContext(ctx)
 	if err := models.Ping(ctx, db); err != nil {
 		return notReady(c, err, "The database does not answer.", nil)
 	}

@@ -41,7 +41,7 @@ func (s *Server) listLinks(c echo.Context) error {
 	if q.BeforeID, err = cursorParam(c, "before"); err != nil {
 		return err
 	}
-	links, err := models.SearchLinks(s.db, q)
+	links, err := models.SearchLinks(s.requestDB(c), q)
 	if err != nil {
 		return err
 	}
@@ -107,17 +107,17 @@ func (s *Server) showLink(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := models.LinkByID(s.db, id)
+	l, err := models.LinkByID(s.requestDB(c), id)
 	if err != nil {
 		return err
 	}
 	v := views.LinkDetail{Link: linkRow(*l), IdempotencyKey: l.IdempotencyKey, CreatedAt: l.CreatedAt}
-	if ip, err := models.InProgressOf(s.db, l, s.clock.Now()); err != nil {
+	if ip, err := models.InProgressOf(s.requestDB(c), l, s.clock.Now()); err != nil {
 		return err
 	} else if ip != nil {
 		v.InProgressBy, v.InProgressAt = ip.StartedBy, ip.StartedAt
 	}
-	attempts, err := models.LinkAttempts(s.db, id)
+	attempts, err := models.LinkAttempts(s.requestDB(c), id)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (s *Server) showLink(c echo.Context) error {
 	v.CanLookup = s.cfg.Services[l.ExternalService].Objects[l.LocalType].Lookup != ""
 	v.Unknown = l.ExternalID == "" && l.Status != models.StatusSuccess &&
 		len(v.Attempts) > 0 && v.Attempts[0].Outcome == string(models.OutcomeAmbiguous)
-	if rec, err := models.RecordByKey(s.db, l.LocalType, l.LocalID); err == nil {
+	if rec, err := models.RecordByKey(s.requestDB(c), l.LocalType, l.LocalID); err == nil {
 		v.Payload = s.prettyRedacted(rec.Payload)
 	}
 	title := l.LocalType + " " + l.LocalID + " in " + l.ExternalService
@@ -175,12 +175,12 @@ func (s *Server) linkStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := models.LinkByID(s.db, id)
+	l, err := models.LinkByID(s.requestDB(c), id)
 	if err != nil {
 		return err
 	}
 	note, poll := "", false
-	if ip, err := models.InProgressOf(s.db, l, s.clock.Now()); err == nil && ip != nil {
+	if ip, err := models.InProgressOf(s.requestDB(c), l, s.clock.Now()); err == nil && ip != nil {
 		note, poll = "in progress since "+ip.StartedAt.UTC().Format("15:04:05")+" UTC, started by "+ip.StartedBy, true
 	}
 	if l.Status == models.StatusNew || l.Status == models.StatusProcessing {
@@ -217,7 +217,7 @@ func (s *Server) syncLink(c echo.Context) error {
 	case errors.As(err, &busy):
 		s.audit(c, action.LinkSync, "link "+c.Param("id"), models.OutcomeDenied, busy.Error())
 		note = "A" + strings.TrimPrefix(busy.Error(), "a") // "Already in progress since …, started by …"
-		if l, err = models.LinkByID(s.db, id); err != nil {
+		if l, err = models.LinkByID(s.requestDB(c), id); err != nil {
 			return err
 		}
 	case err != nil:
@@ -226,7 +226,7 @@ func (s *Server) syncLink(c echo.Context) error {
 		s.audit(c, action.LinkSync, "link "+c.Param("id"), models.OutcomeSuccess, "")
 		note = "Queued by you at " + s.clock.Now().UTC().Format("15:04:05") + " UTC"
 		if l.Status == models.StatusFailed {
-			s.recountFailed("a retry")
+			s.recountFailed(c, "a retry")
 		}
 		l.Status = models.StatusNew
 	}
@@ -256,7 +256,7 @@ func (s *Server) failLink(c echo.Context) error {
 		return err
 	}
 	s.audit(c, action.LinkMarkFailed, "link "+c.Param("id"), models.OutcomeSuccess, reason)
-	s.recountFailed("marking a link failed")
+	s.recountFailed(c, "marking a link failed")
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-failed")
 }
 
@@ -273,11 +273,11 @@ func (s *Server) recreateLink(c echo.Context) error {
 }
 
 func (s *Server) showRecord(c echo.Context) error {
-	rec, err := models.RecordByKey(s.db, c.Param("type"), c.Param("id"))
+	rec, err := models.RecordByKey(s.requestDB(c), c.Param("type"), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	links, err := models.RecordLinks(s.db, rec.LocalType, rec.LocalID)
+	links, err := models.RecordLinks(s.requestDB(c), rec.LocalType, rec.LocalID)
 	if err != nil {
 		return err
 	}

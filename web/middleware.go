@@ -120,7 +120,7 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		now := s.clock.Now()
-		sess, user, err := models.SessionUser(s.db, ck.Value, now, s.cfg.Session.IdleTimeout)
+		sess, user, err := models.SessionUser(s.requestDB(c), ck.Value, now, s.cfg.Session.IdleTimeout)
 		switch {
 		case errors.Is(err, models.ErrNotFound):
 			s.clearSessionCookie(c)
@@ -130,7 +130,7 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		// Record activity at most once a minute: reading pages should not write.
 		if now.Sub(sess.LastSeenAt) > time.Minute {
-			if err := models.TouchSession(s.db, sess.ID, now); err != nil {
+			if err := models.TouchSession(s.requestDB(c), sess.ID, now); err != nil {
 				s.log.Warn("touch session", "err", err)
 			}
 		}
@@ -182,7 +182,7 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="syncdesk"`)
 			return errUnauthorized("send an API token as Authorization: Bearer TOKEN")
 		}
-		t, err := models.APITokenBySecret(s.db, strings.TrimSpace(token))
+		t, err := models.APITokenBySecret(s.requestDB(c), strings.TrimSpace(token))
 		if errors.Is(err, models.ErrNotFound) {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="syncdesk", error="invalid_token"`)
 			return errUnauthorized("the API token is unknown or revoked")
@@ -192,7 +192,7 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		now := s.clock.Now()
 		if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > time.Minute {
-			_ = models.TouchAPIToken(s.db, t.ID, now)
+			_ = models.TouchAPIToken(s.requestDB(c), t.ID, now)
 		}
 		c.Set(ctxToken, t)
 		return next(c)
@@ -231,10 +231,12 @@ func actor(c echo.Context) (string, *int64) {
 }
 
 // audit appends an entry for the current request. A failure to audit is
-// logged loudly; it does not undo what already happened.
+// logged loudly; it does not undo what already happened. The write is
+// detached from the request: what a request did is recorded even when its
+// client has gone away before the entry is written.
 func (s *Server) audit(c echo.Context, action, target, outcome, detail string) {
 	who, uid := actor(c)
-	err := models.Audit(s.db, models.AuditEntry{At: s.clock.Now(), Actor: who, UserID: uid, Action: action,
+	err := models.Audit(s.detachedDB(c), models.AuditEntry{At: s.clock.Now(), Actor: who, UserID: uid, Action: action,
 		Target: target, Outcome: outcome, IP: c.RealIP(), Detail: detail})
 	if err != nil {
 		s.log.Error("audit write failed", "action", action, "err", err)

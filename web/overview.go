@@ -18,24 +18,24 @@ func (s *Server) showOverview(c echo.Context) error {
 	for _, st := range models.Statuses {
 		v.Statuses = append(v.Statuses, string(st))
 	}
-	counts, err := models.LinkCounts(s.db)
+	counts, err := models.LinkCounts(s.requestDB(c))
 	if err != nil {
 		return err
 	}
 	s.fillCounts(&v, counts)
-	hours, err := models.AttemptHours(s.db, now.UTC().Truncate(time.Hour).Add(-23*time.Hour))
+	hours, err := models.AttemptHours(s.requestDB(c), now.UTC().Truncate(time.Hour).Add(-23*time.Hour))
 	if err != nil {
 		return err
 	}
 	v.Hours = hourBars(hours)
-	failures, err := models.NewestFailures(s.db, 8)
+	failures, err := models.NewestFailures(s.requestDB(c), 8)
 	if err != nil {
 		return err
 	}
 	for _, l := range failures {
 		v.Failures = append(v.Failures, linkRow(l))
 	}
-	rows, total, err := models.InProgressRows(s.db, now, 8)
+	rows, total, err := models.InProgressRows(s.requestDB(c), now, 8)
 	if err != nil {
 		return err
 	}
@@ -44,24 +44,24 @@ func (s *Server) showOverview(c echo.Context) error {
 		v.InProgress = append(v.InProgress, views.InProgressRow{Service: r.ExternalService, LocalType: r.LocalType,
 			LocalID: r.LocalID, By: r.StartedBy, Since: r.StartedAt})
 	}
-	if v.Reconciliation, err = s.reconcileSummary(); err != nil {
+	if v.Reconciliation, err = s.reconcileSummary(c); err != nil {
 		return err
 	}
 	return s.render(c, views.OverviewPage(s.page(c, "Overview", "/"), v))
 }
 
 // reconcileSummary is each reconcilable service's newest run.
-func (s *Server) reconcileSummary() ([]views.ReconcileSummary, error) {
+func (s *Server) reconcileSummary(c echo.Context) ([]views.ReconcileSummary, error) {
 	var out []views.ReconcileSummary
 	for _, svc := range s.reconcilable() {
 		sum := views.ReconcileSummary{Service: svc}
-		run, err := models.LatestRun(s.db, svc)
+		run, err := models.LatestRun(s.requestDB(c), svc)
 		switch {
 		case errors.Is(err, models.ErrNotFound):
 		case err != nil:
 			return nil, err
 		default:
-			d, err := models.RunDetailOf(s.db, run)
+			d, err := models.RunDetailOf(s.requestDB(c), run)
 			if err != nil {
 				return nil, err
 			}

@@ -29,14 +29,14 @@ func (s *Server) listRuns(c echo.Context) error {
 	if f.BeforeID, err = cursorParam(c, "before"); err != nil {
 		return err
 	}
-	runs, err := models.ListRuns(s.db, f)
+	runs, err := models.ListRuns(s.requestDB(c), f)
 	if err != nil {
 		return err
 	}
 	runs, more := pageOf(runs, runsPageSize)
 	v := views.Runs{Filter: f.Service, All: s.cfg.ServiceNames(), Services: s.reconcilable(),
 		NewestURL: newestURL(c, "/reconcile", "before")}
-	details, err := models.RunDetails(s.db, runs)
+	details, err := models.RunDetails(s.requestDB(c), runs)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (s *Server) startRun(c echo.Context) error {
 	if errors.Is(err, models.ErrRunActive) {
 		s.audit(c, action.ReconcileStart, target, models.OutcomeDenied, "a run is already going")
 		v := views.RunBusy{Service: service}
-		if last, err := models.LatestRun(s.db, service); err == nil && last.Status == models.RunRunning {
+		if last, err := models.LatestRun(s.requestDB(c), service); err == nil && last.Status == models.RunRunning {
 			v.RunID = last.ID
 		}
 		return s.renderStatus(c, http.StatusConflict, views.RunBusyPage(s.page(c, "Already running", "/reconcile"), v))
@@ -142,12 +142,12 @@ func (s *Server) showRun(c echo.Context) error {
 	if f.AfterID, err = cursorParam(c, "after"); err != nil {
 		return err
 	}
-	d, err := models.RunDetailByID(s.db, id)
+	d, err := models.RunDetailByID(s.requestDB(c), id)
 	if err != nil {
 		return err
 	}
 	f.Limit = discrepanciesPageSize + 1
-	found, err := models.ListDiscrepancies(s.db, f)
+	found, err := models.ListDiscrepancies(s.requestDB(c), f)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (s *Server) showRun(c echo.Context) error {
 	if d.Run.ConfirmedAt != nil {
 		v.ConfirmedAt = *d.Run.ConfirmedAt
 	}
-	if v.StartedAfter, err = s.startedAfter(d); err != nil {
+	if v.StartedAfter, err = s.startedAfter(c, d); err != nil {
 		return err
 	}
 	if d.Run.FinishedAt != nil {
@@ -167,7 +167,7 @@ func (s *Server) showRun(c echo.Context) error {
 	for _, k := range d.Kinds {
 		v.Kinds = append(v.Kinds, kindCount(k))
 	}
-	if v.Rows, err = s.discrepancyRows(found); err != nil {
+	if v.Rows, err = s.discrepancyRows(c, found); err != nil {
 		return err
 	}
 	if more {
@@ -180,11 +180,11 @@ func (s *Server) showRun(c echo.Context) error {
 // startedAfter is the newer run of the service that keeps a run awaiting
 // confirmation, and not superseded, from being confirmed: one still going
 // or ended without comparing. 0 if none.
-func (s *Server) startedAfter(d *models.RunDetail) (int64, error) {
+func (s *Server) startedAfter(c echo.Context, d *models.RunDetail) (int64, error) {
 	if d.Run.Status != models.RunAwaiting || d.SupersededBy > 0 {
 		return 0, nil
 	}
-	latest, err := models.LatestRun(s.db, d.Run.Service)
+	latest, err := models.LatestRun(s.requestDB(c), d.Run.Service)
 	if err != nil || latest.ID == d.Run.ID {
 		return 0, err
 	}
@@ -213,14 +213,14 @@ func runProgress(r models.ReconciliationRun) views.RunProgress {
 // discrepancyRows links a row's record only when it exists: a key found in
 // the service (an unlinked or duplicated object) may name a record we do not
 // have. Those records are looked up in one query for the page.
-func (s *Server) discrepancyRows(found []models.Discrepancy) ([]views.DiscrepancyRow, error) {
+func (s *Server) discrepancyRows(c echo.Context, found []models.Discrepancy) ([]views.DiscrepancyRow, error) {
 	var ask []models.RecordKey
 	for _, x := range found {
 		if remoteOnly(x) {
 			ask = append(ask, models.RecordKey{LocalType: x.LocalType, LocalID: x.LocalID})
 		}
 	}
-	have, err := models.ExistingRecords(s.db, ask)
+	have, err := models.ExistingRecords(s.requestDB(c), ask)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func (s *Server) runProgressFragment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := models.RunByID(s.db, id)
+	r, err := models.RunByID(s.requestDB(c), id)
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (s *Server) exportDiscrepancies(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := models.RunByID(s.db, id)
+	r, err := models.RunByID(s.requestDB(c), id)
 	if err != nil {
 		return err
 	}
@@ -339,7 +339,7 @@ func (s *Server) exportDiscrepancies(c echo.Context) error {
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Response().WriteHeader(http.StatusOK)
-	if err := writeDiscrepanciesCSV(c.Request().Context(), s.db, f, c.Response()); err != nil {
+	if err := writeDiscrepanciesCSV(c.Request().Context(), s.requestDB(c), f, c.Response()); err != nil {
 		// The header is gone; all that is left is to log it.
 		s.log.Error("export discrepancies", "run", id, "err", err)
 	}

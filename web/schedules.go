@@ -70,8 +70,8 @@ func (s *Server) runSchedule(c echo.Context) error {
 	if s.sched == nil || !s.sched.Has(name) {
 		return fmt.Errorf("scheduled task %q: %w", name, models.ErrNotFound)
 	}
-	if services := s.reconcilable(); name == reconcileTask && len(services) > 0 {
-		return s.reconcileEveryService(c, services)
+	if name == reconcileTask && len(s.reconcilable()) > 0 {
+		return s.reconcileEveryService(c)
 	}
 	err := s.sched.RunNow(c.Request().Context(), name)
 	switch {
@@ -95,32 +95,37 @@ func (s *Server) runSchedule(c echo.Context) error {
 // only starts the runs that are due, so a click on it would mostly start
 // nothing: the click starts a run of every service instead, as the
 // reconciliation page's Start button does, and shows them.
-func (s *Server) reconcileEveryService(c echo.Context, services []string) error {
-	who := currentUser(c).Email
-	var started, busy []string
-	for _, service := range services {
-		id, err := s.rec.Start(c.Request().Context(), service, reconcile.RunOptions{TriggeredBy: who})
-		switch {
-		case errors.Is(err, models.ErrRunActive):
-			busy = append(busy, service)
-		case err != nil:
-			s.audit(c, action.ScheduleRun, reconcileTask, models.OutcomeFailure, err.Error())
-			return fmt.Errorf("start reconciliation of %s: %w", service, err)
-		default:
-			started = append(started, fmt.Sprintf("%s (run %d)", service, id))
-		}
-	}
-	detail := "started " + strings.Join(started, ", ")
-	if len(busy) > 0 {
-		detail += "; already running: " + strings.Join(busy, ", ")
+func (s *Server) reconcileEveryService(c echo.Context) error {
+	started, busy, err := s.rec.StartEvery(c.Request().Context(), currentUser(c).Email)
+	did := whatStarted(started, busy)
+	if err != nil {
+		s.audit(c, action.ScheduleRun, reconcileTask, models.OutcomeFailure, strings.Join(append([]string{err.Error()}, did...), "; "))
+		return err
 	}
 	done := "runs-started"
 	switch {
 	case len(started) == 0:
-		done, detail = "runs-all-busy", "already running: "+strings.Join(busy, ", ")
+		done = "runs-all-busy"
 	case len(busy) > 0:
 		done = "runs-started-some-busy"
 	}
-	s.audit(c, action.ScheduleRun, reconcileTask, models.OutcomeSuccess, detail)
+	s.audit(c, action.ScheduleRun, reconcileTask, models.OutcomeSuccess, strings.Join(did, "; "))
 	return c.Redirect(http.StatusSeeOther, "/reconcile?done="+done)
+}
+
+// whatStarted says, for the audit log, which runs a click started and which
+// services were already being reconciled.
+func whatStarted(started []reconcile.Started, busy []string) []string {
+	var did []string
+	if len(started) > 0 {
+		names := make([]string, len(started))
+		for i, st := range started {
+			names[i] = fmt.Sprintf("%s (run %d)", st.Service, st.RunID)
+		}
+		did = append(did, "started "+strings.Join(names, ", "))
+	}
+	if len(busy) > 0 {
+		did = append(did, "already running: "+strings.Join(busy, ", "))
+	}
+	return did
 }

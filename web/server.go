@@ -100,6 +100,22 @@ func New(d Deps) (*Server, error) {
 	return s, nil
 }
 
+// requestDB is the database as a request's queries see it: under the
+// request's context, so that a client that goes away cancels the queries it
+// left running. Every query a handler or a middleware makes goes through it,
+// or through detachedDB.
+func (s *Server) requestDB(c echo.Context) *gorm.DB {
+	return s.db.WithContext(c.Request().Context())
+}
+
+// detachedDB is the database for a write that must land even when the
+// client has gone away: the record of what a request did (an audit entry)
+// or the follow-up of an action already taken. It keeps the request's
+// values but not its cancellation. Each caller says why it needs it.
+func (s *Server) detachedDB(c echo.Context) *gorm.DB {
+	return s.db.WithContext(context.WithoutCancel(c.Request().Context()))
+}
+
 // Handler returns the server as an http.Handler (tests serve it with httptest).
 func (s *Server) Handler() http.Handler { return s.echo }
 

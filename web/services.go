@@ -24,13 +24,13 @@ func (s *Server) listServices(c echo.Context) error {
 // last hour's calls by outcome and its links by status.
 func (s *Server) renderServices(c echo.Context, status int, problem string) error {
 	p := s.page(c, "Services", "/services")
-	outcomes, err := models.CountOutcomesSince(s.db, s.clock.Now().Add(-healthWindow))
+	outcomes, err := models.CountOutcomesSince(s.requestDB(c), s.clock.Now().Add(-healthWindow))
 	if err != nil {
 		return err
 	}
 	// The calls and the links by status as refresh-stats last counted them:
 	// counting here would cost half a second at a million links.
-	counts, err := models.LinkCounts(s.db)
+	counts, err := models.LinkCounts(s.requestDB(c))
 	if err != nil {
 		return err
 	}

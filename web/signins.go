@@ -80,7 +80,7 @@ func (s *Server) takeCheckTurn(c echo.Context, email string) (leave func(), refu
 // throttleRefusal refuses (and audits) a sign-in to an account or from a
 // client IP that has failed too often within the window.
 func (s *Server) throttleRefusal(c echo.Context, email string) (*signInRefusal, error) {
-	throttled, err := s.loginThrottled(s.db.WithContext(c.Request().Context()), email, c.RealIP())
+	throttled, err := s.loginThrottled(s.requestDB(c), email, c.RealIP())
 	if !throttled || err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (s *Server) knownDevice(c echo.Context, email string) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	return models.IsKnownDevice(s.db.WithContext(c.Request().Context()), ck.Value, email, s.clock.Now())
+	return models.IsKnownDevice(s.requestDB(c), ck.Value, email, s.clock.Now())
 }
 
 // rememberDevice gives a browser that signed in its device cookie, or
@@ -107,7 +107,7 @@ func (s *Server) rememberDevice(c echo.Context, userID int64) {
 		old = ck.Value
 	}
 	now := s.clock.Now()
-	token, err := models.RememberDevice(s.db.WithContext(c.Request().Context()), old, userID, now, deviceLifetime)
+	token, err := models.RememberDevice(s.requestDB(c), old, userID, now, deviceLifetime)
 	if err != nil {
 		s.log.Error("remember the signed-in browser", "err", err)
 		return

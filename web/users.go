@@ -17,11 +17,11 @@ func (s *Server) listUsers(c echo.Context) error {
 
 // renderUsers shows the users page with v's one-time secret or error.
 func (s *Server) renderUsers(c echo.Context, status int, v views.Users) error {
-	users, err := models.ListUsers(s.db)
+	users, err := models.ListUsers(s.requestDB(c))
 	if err != nil {
 		return err
 	}
-	tokens, err := models.ListAPITokens(s.db)
+	tokens, err := models.ListAPITokens(s.requestDB(c))
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *Server) addUser(c echo.Context) error {
 		return s.renderUsers(c, http.StatusBadRequest, views.Users{Error: err.Error()})
 	}
 	password := models.NewSecret(15)
-	u, err := models.CreateUser(s.db, email, role, password, s.clock.Now())
+	u, err := models.CreateUser(s.requestDB(c), email, role, password, s.clock.Now())
 	var inv *models.InvalidError
 	switch {
 	case errors.As(err, &inv):
@@ -76,7 +76,7 @@ func (s *Server) disableUser(c echo.Context) error {
 			Explain:  u.Email + " is signed out everywhere and can no longer sign in. Their entries in the audit log stay.",
 			Action:   "/users/disable", Field: "email", Value: u.Email, Button: "Disable " + u.Email}))
 	}
-	if _, err := models.DisableUser(s.db, u.Email, s.clock.Now()); err != nil {
+	if _, err := models.DisableUser(s.requestDB(c), u.Email, s.clock.Now()); err != nil {
 		return s.lastAdmin(c, err, u, action.UserDisable, "disable them")
 	}
 	s.audit(c, action.UserDisable, u.Email, models.OutcomeSuccess, "")
@@ -84,7 +84,7 @@ func (s *Server) disableUser(c echo.Context) error {
 }
 
 func (s *Server) createToken(c echo.Context) error {
-	token, t, err := models.CreateAPIToken(s.db, c.FormValue("name"), currentUser(c).Email, s.clock.Now())
+	token, t, err := models.CreateAPIToken(s.requestDB(c), c.FormValue("name"), currentUser(c).Email, s.clock.Now())
 	var inv *models.InvalidError
 	switch {
 	case errors.As(err, &inv):
@@ -106,7 +106,7 @@ func (s *Server) revokeToken(c echo.Context) error {
 			Explain:  "Every call with this token is refused from now on: the application that uses it stops feeding records until it is given a new token.",
 			Action:   "/tokens/revoke", Field: "name", Value: name, Button: "Revoke " + name}))
 	}
-	if err := models.RevokeAPIToken(s.db, name, s.clock.Now()); err != nil {
+	if err := models.RevokeAPIToken(s.requestDB(c), name, s.clock.Now()); err != nil {
 		return err
 	}
 	s.audit(c, action.TokenRevoke, name, models.OutcomeSuccess, "")
@@ -122,7 +122,7 @@ func (s *Server) changeRole(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := models.SetRole(s.db, u.Email, role, s.clock.Now()); err != nil {
+	if _, err := models.SetRole(s.requestDB(c), u.Email, role, s.clock.Now()); err != nil {
 		return s.lastAdmin(c, err, u, action.UserRole, "make them "+string(role))
 	}
 	s.audit(c, action.UserRole, u.Email, models.OutcomeSuccess, "role "+string(role))
@@ -131,7 +131,7 @@ func (s *Server) changeRole(c echo.Context) error {
 
 func (s *Server) resetPassword(c echo.Context) error {
 	if !confirmed(c) {
-		u, err := models.UserByEmail(s.db, c.FormValue("email"))
+		u, err := models.UserByEmail(s.requestDB(c), c.FormValue("email"))
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (s *Server) resetPassword(c echo.Context) error {
 			Action:   "/users/reset", Field: "email", Value: u.Email, Button: "Reset the password"}))
 	}
 	password := models.NewSecret(15)
-	u, err := models.ResetPassword(s.db, c.FormValue("email"), password, s.clock.Now())
+	u, err := models.ResetPassword(s.requestDB(c), c.FormValue("email"), password, s.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func confirmed(c echo.Context) bool { return c.FormValue("confirm") == "1" }
 // admin's own account, compared by id: the same address typed with other
 // case or spaces names the same person.
 func (s *Server) otherUser(c echo.Context, action, refusal string) (*models.User, error) {
-	u, err := models.UserByEmail(s.db, c.FormValue("email"))
+	u, err := models.UserByEmail(s.requestDB(c), c.FormValue("email"))
 	if err != nil {
 		return nil, err
 	}

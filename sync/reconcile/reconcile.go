@@ -176,6 +176,33 @@ func (r *Reconciler) Start(ctx context.Context, service string, o RunOptions) (i
 	return rn.row.ID, nil
 }
 
+// Started is a run that StartEvery started.
+type Started struct {
+	Service string
+	RunID   int64
+}
+
+// StartEvery starts a run of every reconcilable service, as Start does, on
+// who's behalf: an operator's "reconcile everything now", which a schedule's
+// own period would not do. A service already being reconciled, here or on
+// another instance, is listed in busy and not started twice. Any other
+// refusal ends the loop: the runs started before it go on, and are returned
+// beside the error.
+func (r *Reconciler) StartEvery(ctx context.Context, who string) (started []Started, busy []string, err error) {
+	for _, service := range r.Reconcilable() {
+		id, err := r.Start(ctx, service, RunOptions{TriggeredBy: who})
+		switch {
+		case errors.Is(err, models.ErrRunActive):
+			busy = append(busy, service)
+		case err != nil:
+			return started, busy, fmt.Errorf("start reconciliation of %s: %w", service, err)
+		default:
+			started = append(started, Started{Service: service, RunID: id})
+		}
+	}
+	return started, busy, nil
+}
+
 // ErrRunElsewhere refuses to cancel a run that another instance is doing:
 // only that instance can stop it.
 var ErrRunElsewhere = errors.New("the run is going on another instance")
