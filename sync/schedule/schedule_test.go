@@ -292,6 +292,38 @@ func TestALeaseFreesTheTaskOfADeadInstance(t *testing.T) {
 	})
 }
 
+// A run whose lease cannot be renewed (the database refuses) is stopped
+// once the lease has run out: another instance may have taken the task.
+func TestARunStopsWhenItsLeaseRunsOutUnrenewed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := clock.NewFake(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+		b := newBlocker()
+		s, err := New([]Task{{Name: "reconcile", Every: time.Minute, Run: b.run}},
+			Options{DB: db, Clock: clk, Instance: "alive", Tick: 2 * time.Millisecond, Lease: 30 * time.Millisecond, Log: quiet})
+		require.NoError(t, err)
+		s.Start()
+		defer s.Stop()
+		clk.Advance(time.Minute)
+		require.Eventually(t, func() bool { return b.started.Load() == 1 }, 5*time.Second, 2*time.Millisecond)
+
+		// Renewals now fail; while the lease holds the run goes on.
+		require.NoError(t, db.Exec("ALTER TABLE scheduled_tasks RENAME TO scheduled_tasks_away").Error)
+		defer func() { require.NoError(t, db.Exec("ALTER TABLE scheduled_tasks_away RENAME TO scheduled_tasks").Error) }()
+		select {
+		case <-b.ctxErr:
+			t.Fatal("stopped while its lease still held")
+		case <-time.After(60 * time.Millisecond):
+		}
+		clk.Advance(time.Minute) // the lease is out, unrenewed
+		select {
+		case err := <-b.ctxErr:
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a run whose lease ran out unrenewed kept running")
+		}
+	})
+}
+
 // Stop waits for a Run now run, and the run sees its context end.
 func TestStopEndsRunNowRuns(t *testing.T) {
 	db := dbtest.SQLite(t)

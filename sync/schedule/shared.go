@@ -115,26 +115,41 @@ func (s *Scheduler) runClaimed(t Task, c models.TaskClaim) {
 }
 
 // keepLease renews a run's lease every third of it until ctx ends. A claim
-// that is no longer the task's (the lease ran out, say while the database
-// was unreachable, and another instance took the task) cancels the run, so
-// that two runs do not overlap for long. The channel closes when it stops.
+// that is no longer the task's (another instance took the task) cancels the
+// run, and so does a lease that ran out while renewals failed (say, the
+// database was unreachable): another instance may take the task then, and
+// two runs must not overlap. The channel closes when it stops.
 func (s *Scheduler) keepLease(ctx context.Context, cancel context.CancelFunc, c models.TaskClaim) <-chan struct{} {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		t := time.NewTicker(s.opts.Lease / 3)
 		defer t.Stop()
+		until := c.Until
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			held, err := models.RenewTask(s.opts.DB.WithContext(ctx), c.Name, c.Token, s.opts.Clock.Now().Add(s.opts.Lease))
-			if err == nil && !held {
+			now := s.opts.Clock.Now()
+			held, err := models.RenewTask(s.opts.DB.WithContext(ctx), c.Name, c.Token, now.Add(s.opts.Lease))
+			switch {
+			case err == nil && held:
+				until = now.Add(s.opts.Lease)
+			case err == nil:
 				s.opts.Log.Warn("scheduled task lost its lease mid-run; stopping it", "task", c.Name, "instance", c.Instance)
 				cancel()
 				return
+			case ctx.Err() != nil:
+				return
+			case !now.Before(until):
+				s.opts.Log.Warn("scheduled task's lease ran out while it could not be renewed; stopping it",
+					"task", c.Name, "instance", c.Instance, "err", err)
+				cancel()
+				return
+			default:
+				s.opts.Log.Warn("renew a scheduled task's lease", "task", c.Name, "err", err)
 			}
 		}
 	}()
