@@ -308,7 +308,9 @@ func TestARunStopsWhenItsLeaseRunsOutUnrenewed(t *testing.T) {
 
 		// Renewals now fail; while the lease holds the run goes on.
 		require.NoError(t, db.Exec("ALTER TABLE scheduled_tasks RENAME TO scheduled_tasks_away").Error)
-		defer func() { require.NoError(t, db.Exec("ALTER TABLE scheduled_tasks_away RENAME TO scheduled_tasks").Error) }()
+		defer func() {
+			require.NoError(t, db.Exec("ALTER TABLE scheduled_tasks_away RENAME TO scheduled_tasks").Error)
+		}()
 		select {
 		case <-b.ctxErr:
 			t.Fatal("stopped while its lease still held")
