@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/migrations"
 	"github.com/syncdesk/syncdesk/models"
@@ -32,12 +34,38 @@ func (s *Server) readyz(c echo.Context) error {
 	}
 	v, current, err := migrations.Current(db)
 	if err != nil || !current {
-		return notReady(c, nil, "The database schema is not current; run syncdesk migrate.", map[string]any{"schema_version": v})
+		return notReady(c, err, "The database schema is not current; run syncdesk migrate.", map[string]any{"schema_version": v})
 	}
-	if err := models.ProveWrite(db); err != nil {
+	if err := s.written.prove(db); err != nil {
 		return notReady(c, err, "A write to the database cannot commit.", nil)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "schema_version": v})
+}
+
+// writeProofFor is how long a proved write vouches for the next /readyz:
+// the probe is open to anyone, and each proof takes the database's write
+// lock (SQLite has one), so a flood of probes must not compete with the
+// sender. A failure is never remembered: the next probe tries again.
+const writeProofFor = time.Second
+
+// writeProof remembers when a write last committed for /readyz.
+type writeProof struct {
+	mu   sync.Mutex
+	last time.Time // monotonic: time.Now, not the injectable clock
+}
+
+// prove commits a write unless one committed less than writeProofFor ago.
+func (w *writeProof) prove(db *gorm.DB) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.last.IsZero() && time.Since(w.last) < writeProofFor {
+		return nil
+	}
+	if err := models.ProveWrite(db); err != nil {
+		return err
+	}
+	w.last = time.Now()
+	return nil
 }
 
 // notReady answers 503 with the reason in words: the outage's own when err

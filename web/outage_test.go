@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
@@ -317,4 +320,33 @@ func requireWritesRefused(t *testing.T, b *bundle, a *api, rw *gorm.DB, reason s
 	require.Equal(t, links, count("external_map"), "no link half-written")
 	require.Equal(t, audit, count("audit_entries"), "no audit entry for a write that did not happen")
 	require.Equal(t, http.StatusNotFound, a.send("GET", "/api/v1/records/order/2", "").status)
+}
+
+// /readyz is open to anyone: a flood of probes proves one write a second,
+// not one each, and a failed proof is not remembered.
+func TestReadyzProvesAWriteAtMostOnceASecond(t *testing.T) {
+	db := dbtest.SQLite(t)
+	cdb, n := countedWrites(db)
+	b := setup(t, cdb)
+	for range 50 {
+		require.Equal(t, http.StatusOK, b.client().get("/readyz").status)
+	}
+	require.LessOrEqual(t, n.Load(), int64(2), "50 probes within a second, at most two proofs")
+}
+
+// proofCounter counts the statements that prove a write on SQLite.
+type proofCounter struct {
+	logger.Interface
+	n atomic.Int64
+}
+
+func (p *proofCounter) Trace(_ context.Context, _ time.Time, sql func() (string, int64), _ error) {
+	if q, _ := sql(); strings.Contains(q, "user_version =") {
+		p.n.Add(1)
+	}
+}
+
+func countedWrites(db *gorm.DB) (*gorm.DB, *atomic.Int64) {
+	p := &proofCounter{Interface: logger.Discard}
+	return db.Session(&gorm.Session{Logger: p}), &p.n
 }

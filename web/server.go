@@ -68,6 +68,7 @@ type Server struct {
 	// a few of their own for browsers that signed in before.
 	signIns *signInGate
 	proxies []netip.Prefix // config.TrustedProxies
+	written writeProof     // when /readyz last proved a write
 }
 
 // New builds the server with every route registered.
