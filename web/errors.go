@@ -12,6 +12,7 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
+	"github.com/syncdesk/syncdesk/sync/schedule"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -61,6 +62,9 @@ func problemFor(err error) views.Problem {
 			Message: "A reconciliation of this service is already running; try again when it has ended."}
 	case errors.Is(err, reconcile.ErrRunElsewhere):
 		return views.Problem{Status: http.StatusConflict, Title: "Running elsewhere", Message: sentence(err.Error())}
+	case errors.Is(err, schedule.ErrStopped):
+		return views.Problem{Status: http.StatusServiceUnavailable, Title: titleFor(http.StatusServiceUnavailable),
+			Message: "The scheduler did not take the task: it is stopping or has not started. Reload the page in a minute and try again."}
 	case errors.Is(err, reconcile.ErrClosed):
 		return views.Problem{Status: http.StatusServiceUnavailable, Title: titleFor(http.StatusServiceUnavailable),
 			Message: sentence(err.Error())}
@@ -86,9 +90,12 @@ func problemFor(err error) views.Problem {
 		}
 		return views.Problem{Status: he.Code, Title: titleFor(he.Code), Message: sentence(msg)}
 	}
-	return views.Problem{Status: http.StatusInternalServerError, Title: "Something went wrong",
-		Message: "syncdesk hit an unexpected error. It has been logged; try again, and tell an admin if it keeps happening."}
+	return unexpected
 }
+
+// unexpected is the answer to an error nothing above names.
+var unexpected = views.Problem{Status: http.StatusInternalServerError, Title: "Something went wrong",
+	Message: "syncdesk hit an unexpected error. It has been logged; try again, and tell an admin if it keeps happening."}
 
 // titleFor names a status in a support person's words, not HTTP's.
 func titleFor(status int) string {
@@ -130,6 +137,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	p := problemFor(err)
+	if p.Status == statusClientClosed && c.Request().Context().Err() == nil {
+		p = unexpected // cancelled, but not by its client (a stop, say): a failure to log
+	}
 	s.logFailure(c, p, err)
 	if p.Status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", retryAfterSeconds)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,7 @@ import (
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
+	"github.com/syncdesk/syncdesk/sync/schedule"
 )
 
 // An error page says what happened in a card with a friendly title, keeps
@@ -79,6 +81,7 @@ func TestProblemForTheEnginesErrors(t *testing.T) {
 		{models.ErrRunActive, http.StatusConflict, "already running"},
 		{reconcile.ErrRunElsewhere, http.StatusConflict, "another instance"},
 		{reconcile.ErrClosed, http.StatusServiceUnavailable, "stopping"},
+		{schedule.ErrStopped, http.StatusServiceUnavailable, "scheduler did not take the task"},
 		{models.ErrNotFound, http.StatusNotFound, "not found"},
 		{context.Canceled, statusClientClosed, "cancelled before it finished"},
 		{models.Invalid("Keep it short."), http.StatusBadRequest, "Keep it short."},
@@ -87,5 +90,25 @@ func TestProblemForTheEnginesErrors(t *testing.T) {
 		p := problemFor(wrap(tc.err))
 		require.Equal(t, tc.status, p.Status, "%v", tc.err)
 		require.Contains(t, p.Message, tc.words, "%v", tc.err)
+	}
+}
+
+// A cancelled query is the client's doing only when the client went away:
+// one cancelled by anything else (a stop) is a failure, answered 500.
+func TestACancelNotCausedByTheClientIsA500(t *testing.T) {
+	b := setup(t, dbtest.SQLite(t))
+	for _, tc := range []struct {
+		clientGone bool
+		want       int
+	}{{true, statusClientClosed}, {false, http.StatusInternalServerError}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		if tc.clientGone {
+			cancel()
+		}
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/links", nil).WithContext(ctx)
+		rec := httptest.NewRecorder()
+		b.web.handleError(fmt.Errorf("list links: %w", context.Canceled), b.web.echo.NewContext(req, rec))
+		cancel()
+		require.Equal(t, tc.want, rec.Code, "client gone: %v", tc.clientGone)
 	}
 }

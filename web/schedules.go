@@ -80,9 +80,7 @@ func (s *Server) runSchedule(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/schedules?done=task-busy")
 	case errors.Is(err, schedule.ErrStopped):
 		s.audit(c, action.ScheduleRun, name, models.OutcomeFailure, err.Error())
-		s.log.Warn("run task now", "task", name, "err", err)
-		return &statusError{http.StatusServiceUnavailable,
-			"The scheduler did not take the task: it is stopping or has not started. Reload the page in a minute and try again."}
+		return err // problemFor: 503, and logged there
 	case err != nil:
 		s.audit(c, action.ScheduleRun, name, models.OutcomeFailure, err.Error())
 		return fmt.Errorf("run task %s now: %w", name, err)

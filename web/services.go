@@ -39,8 +39,8 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 		paused[ps.Name] = ps
 	}
 	v := views.Services{Error: problem}
-	for _, c := range counts {
-		v.CountedAt = c.CountedAt
+	for _, n := range counts {
+		v.CountedAt = n.CountedAt
 	}
 	for _, name := range s.cfg.ServiceNames() {
 		card := describeService(name, s.cfg.Services[name])
