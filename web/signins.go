@@ -179,17 +179,6 @@ func (g *signInGate) hold(address string) bool {
 	return true
 }
 
-// strangersWaiting counts the strangers' sign-ins that hold no turn yet.
-func (g *signInGate) strangersWaiting() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := 0
-	for _, held := range g.byAddress {
-		n += held
-	}
-	return n - len(g.strangers)
-}
-
 func (g *signInGate) release(address string, known bool) {
 	if known {
 		return

@@ -219,3 +219,16 @@ func onePasswordCheck() time.Duration {
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	return took[1]
 }
+
+// strangersWaiting counts, for the tests, the strangers' sign-ins that hold
+// no turn yet (a known browser may hold a strangers' turn too, so it is a
+// lower bound).
+func (g *signInGate) strangersWaiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, held := range g.byAddress {
+		n += held
+	}
+	return max(n-len(g.strangers), 0)
+}
