@@ -188,8 +188,11 @@ func TestStartInTheBackgroundAndCancel(t *testing.T) {
 		r, err := models.RunByID(db, id)
 		require.NoError(t, err)
 		require.Contains(t, r.Error, "stopped by an operator")
+		var cancelErr error
+		require.Eventually(t, func() bool { cancelErr = e.rec.Cancel(context.Background(), id); return cancelErr != nil },
+			5*time.Second, 10*time.Millisecond, "no longer running here")
 		var inv *models.InvalidError
-		require.ErrorAs(t, e.rec.Cancel(context.Background(), id), &inv, "an ended run has nothing to cancel")
+		require.ErrorAs(t, cancelErr, &inv, "an ended run has nothing to cancel")
 		require.Contains(t, inv.Reason, "not running (it is interrupted)")
 		require.ErrorIs(t, e.rec.Cancel(context.Background(), id+100), models.ErrNotFound)
 
