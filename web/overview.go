@@ -52,23 +52,31 @@ func (s *Server) showOverview(c echo.Context) error {
 
 // reconcileSummary is each reconcilable service's newest run.
 func (s *Server) reconcileSummary(c echo.Context) ([]views.ReconcileSummary, error) {
-	var out []views.ReconcileSummary
-	for _, svc := range s.reconcilable() {
-		sum := views.ReconcileSummary{Service: svc}
-		run, err := models.LatestRun(s.requestDB(c), svc)
+	db := s.requestDB(c)
+	services := s.reconcilable()
+	var latest []models.ReconciliationRun
+	for _, svc := range services {
+		run, err := models.LatestRun(db, svc)
 		switch {
 		case errors.Is(err, models.ErrNotFound):
 		case err != nil:
 			return nil, err
 		default:
-			d, err := models.RunDetailOf(s.requestDB(c), run)
-			if err != nil {
-				return nil, err
-			}
-			row := s.runRow(d)
-			sum.Last = &row
+			latest = append(latest, *run)
 		}
-		out = append(out, sum)
+	}
+	details, err := models.RunDetails(db, latest) // their counts in one query
+	if err != nil {
+		return nil, err
+	}
+	last := map[string]*views.RunRow{}
+	for i := range details {
+		row := s.runRow(&details[i])
+		last[row.Service] = &row
+	}
+	out := make([]views.ReconcileSummary, 0, len(services))
+	for _, svc := range services {
+		out = append(out, views.ReconcileSummary{Service: svc, Last: last[svc]})
 	}
 	return out, nil
 }
