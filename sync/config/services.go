@@ -19,6 +19,12 @@ import (
 // Service is one external system syncdesk pushes records to, configured
 // entirely in YAML: no Go code per provider.
 type Service struct {
+	// Preset names a provider shipped in the binary (stripe, hubspot,
+	// salesforce) whose settings this service starts from; every key given
+	// here overrides the preset's.
+	Preset string `yaml:"preset"`
+	// Provider is the provider's name in words ("Stripe"), for pages.
+	Provider string `yaml:"provider"`
 	// Kind is the connector: "http" is the only one so far.
 	Kind    string `yaml:"kind"`
 	BaseURL string `yaml:"base_url"`
@@ -27,9 +33,17 @@ type Service struct {
 	Headers map[string]string `yaml:"headers"`
 	// IdempotencyHeader names the header that carries the Idempotency-Key
 	// on creates; "" means the provider ignores such keys.
-	IdempotencyHeader string        `yaml:"idempotency_header"`
-	Timeout           time.Duration `yaml:"timeout"`
-	Retry             Retry         `yaml:"retry"`
+	IdempotencyHeader string `yaml:"idempotency_header"`
+	// IdempotencyWindow is how long the provider replays a key's first
+	// answer (Stripe: 24h); 0 means it does not say. Past it, a create
+	// whose last attempt is older looks the key up before sending again.
+	IdempotencyWindow time.Duration `yaml:"idempotency_window"`
+	// Auth adds basic or OAuth 2.0 credentials to every call.
+	Auth Auth `yaml:"auth"`
+	// RateLimit bounds the calls to the service, all instances together.
+	RateLimit RateLimit     `yaml:"rate_limit"`
+	Timeout   time.Duration `yaml:"timeout"`
+	Retry     Retry         `yaml:"retry"`
 	// LookupBeforeCreate makes every create look the key up first, not only
 	// after an attempt whose outcome is unknown.
 	LookupBeforeCreate bool `yaml:"lookup_before_create"`
@@ -108,6 +122,33 @@ type Object struct {
 	Update  string `yaml:"update"` // "PUT /deals/{external_id}"
 	Lookup  string `yaml:"lookup"` // "GET /deals?external_key={external_key}"; "" = cannot look up
 	List    string `yaml:"list"`   // "GET /deals?cursor={cursor}"; "" = cannot list
+	// Upsert creates or updates the object by our key in one idempotent
+	// call ("PATCH /sobjects/Account/Key__c/{external_key}"); when set,
+	// every send is an upsert and needs no lookup.
+	Upsert string `yaml:"upsert"`
+	// Body maps the record's payload onto the request body; empty sends
+	// the payload as it is, with our key at key_field.
+	Body Body `yaml:"body"`
+	// Encoding of request bodies: json (default) or form (Stripe's
+	// application/x-www-form-urlencoded, nested keys in brackets).
+	Encoding string `yaml:"encoding"`
+	// Fields are the payload fields a record of this type carries; when
+	// given, a body mapping that reads any other stops syncdesk at start.
+	Fields []string `yaml:"fields"`
+	// Items is the path of the list in list and search answers (data,
+	// results, records); default: a bare list, items or data.
+	Items string `yaml:"items"`
+	// Paging says how a list answer leads to the next page.
+	Paging Paging `yaml:"paging"`
+	// LookupBody, for a lookup by POST search, is a gojq expression that
+	// yields the search's JSON body; $key is our key.
+	LookupBody string `yaml:"lookup_body"`
+	// LookupConsistency is strong (default: a lookup sees an object as
+	// soon as it is created) or eventual (a search that can lag: never the
+	// only guard right after an unknown outcome).
+	LookupConsistency string `yaml:"lookup_consistency"`
+	// Conflict, when set, adopts the object a refused create names.
+	Conflict *Conflict `yaml:"conflict"`
 }
 
 // defaultReconcileEvery is how often a service is reconciled when its
@@ -253,6 +294,8 @@ func (s Service) validate(name string) []error {
 		errs = append(errs, s.Webhook.validate(name)...)
 	}
 	errs = append(errs, s.Reconcile.validate(name, s.Objects)...)
+	errs = append(errs, s.Auth.validate(name)...)
+	errs = append(errs, s.RateLimit.validate(name)...)
 	for _, typ := range slices.Sorted(maps.Keys(s.Objects)) {
 		o := s.Objects[typ]
 		for field, v := range map[string]string{"create": o.Create, "update": o.Update, "lookup": o.Lookup, "list": o.List} {
