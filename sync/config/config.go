@@ -171,6 +171,19 @@ func decode(r io.Reader, cfg *Config) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
+	// The file as written first, so that a misspelt setting is reported
+	// at its own line; then with its presets expanded, for real.
+	if err := strictDecode(body, &Config{}); err != nil {
+		return err
+	}
+	expanded, err := withPresets(body)
+	if err != nil {
+		return err
+	}
+	return strictDecode(expanded, cfg)
+}
+
+func strictDecode(body []byte, cfg *Config) error {
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	dec.KnownFields(true) // a misspelt setting is an error, not a silent default
 	return dec.Decode(cfg)

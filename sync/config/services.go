@@ -297,24 +297,12 @@ func (s Service) validate(name string) []error {
 	errs = append(errs, s.Auth.validate(name)...)
 	errs = append(errs, s.RateLimit.validate(name)...)
 	for _, typ := range slices.Sorted(maps.Keys(s.Objects)) {
-		o := s.Objects[typ]
-		for field, v := range map[string]string{"create": o.Create, "update": o.Update, "lookup": o.Lookup, "list": o.List} {
-			if v == "" && (field == "lookup" || field == "list") {
-				continue
-			}
-			if _, err := ParseEndpoint(v); err != nil {
-				bad("objects."+typ+"."+field, "%v", err)
-			}
-		}
-		if !strings.Contains(o.Update, "{external_id}") {
-			bad("objects."+typ+".update", "the path needs {external_id}")
-		}
-		if o.Lookup != "" && !strings.Contains(o.Lookup, "{external_key}") {
-			bad("objects."+typ+".lookup", "the path needs {external_key}")
-		}
-		if !strings.Contains(o.ExternalKey, "{local_id}") {
-			bad("objects."+typ+".external_key", "the key template needs {local_id} to be unique per record")
-		}
+		s.Objects[typ].validate(func(setting, format string, a ...any) {
+			bad(strings.TrimSuffix("objects."+typ+"."+setting, "."), format, a...)
+		})
+	}
+	if s.IdempotencyWindow < 0 {
+		bad("idempotency_window", "must be a positive duration such as 24h")
 	}
 	return errs
 }

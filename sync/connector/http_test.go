@@ -44,11 +44,11 @@ func TestADroppedReusedConnectionIsOneAttemptNotASilentResend(t *testing.T) {
 	defer srv.Close()
 	c := NewHTTP("crm", service(srv.URL), redact.New(nil), nil)
 
-	first := c.Create(context.Background(), "order", []byte(`{"title":"a"}`), "order-1-create")
+	first := c.Create(context.Background(), Record{LocalType: "order", Payload: []byte(`{"title":"a"}`)}, "order-1-create")
 	require.Equal(t, OK, first.Class, first.Error)
 	require.Equal(t, "d1", first.ExternalID)
 
-	second := c.Create(context.Background(), "order", []byte(`{"title":"b"}`), "order-2-create")
+	second := c.Create(context.Background(), Record{LocalType: "order", Payload: []byte(`{"title":"b"}`)}, "order-2-create")
 	require.Equal(t, Temporary, second.Class)
 	require.True(t, second.Ambiguous, "the request was written; its outcome is unknown")
 	require.Contains(t, second.Error, "whether it took effect is unknown")
@@ -91,13 +91,13 @@ func TestLookupCreateUpdateListAgainstAProvider(t *testing.T) {
 	require.Equal(t, []string{"d9"}, l.Found, "only exact key matches count")
 	require.Equal(t, "deal.lookup", l.Operation)
 
-	cr := c.Create(ctx, "order", []byte(`{"title":"a"}`), "order-1-create")
+	cr := c.Create(ctx, Record{LocalType: "order", Payload: []byte(`{"title":"a"}`)}, "order-1-create")
 	require.Equal(t, "42", cr.ExternalID, "numeric ids are read as text")
 	require.Equal(t, "order-1-create", gotKey)
 	require.Equal(t, "Bearer s3cr3t-value", gotAuth)
 	require.NotContains(t, cr.Request, "s3cr3t-value")
 
-	up := c.Update(ctx, "order", "d/7", []byte(`{"title":"b"}`))
+	up := c.Update(ctx, Record{LocalType: "order", ExternalID: "d/7", Payload: []byte(`{"title":"b"}`)})
 	require.Equal(t, OK, up.Class, up.Error)
 	require.Equal(t, "d/7", up.ExternalID)
 
@@ -121,7 +121,7 @@ func TestHangPastTheTimeoutIsAmbiguous(t *testing.T) {
 	svc.Timeout = 300 * time.Millisecond
 	c := NewHTTP("crm", svc, redact.New(nil), nil)
 	start := time.Now()
-	call := c.Create(context.Background(), "order", []byte(`{}`), "k")
+	call := c.Create(context.Background(), Record{LocalType: "order", Payload: []byte(`{}`)}, "k")
 	require.Less(t, time.Since(start), 2*time.Second)
 	require.Equal(t, Temporary, call.Class)
 	require.True(t, call.Ambiguous)
@@ -138,7 +138,7 @@ func TestLookup404MeansNotFoundAndRefusedIsNotAmbiguous(t *testing.T) {
 	// A new connector: this one's pooled connection to the closed server may
 	// be tried first, and a request written on it is rightly ambiguous.
 	c = NewHTTP("crm", service(srv.URL), redact.New(nil), nil)
-	call := c.Create(context.Background(), "order", []byte(`{}`), "k")
+	call := c.Create(context.Background(), Record{LocalType: "order", Payload: []byte(`{}`)}, "k")
 	require.Equal(t, Temporary, call.Class)
 	require.False(t, call.Ambiguous, "a refused connection sent nothing")
 	require.Contains(t, call.Error, "connection refused")
@@ -172,7 +172,7 @@ func TestExcerptsOfLongBodiesLeakNothingAtTheCut(t *testing.T) {
 		body := []byte(head + strings.Repeat("x", at-len(head)-len(mid)) + mid + token + ` ok","value":"` + token +
 			`","name":"api token","tail":"` + strings.Repeat("y ", 100_000) + `"}`)
 		answer = body
-		call := c.Create(context.Background(), "order", body, "k")
+		call := c.Create(context.Background(), Record{LocalType: "order", Payload: body}, "k")
 		require.Equal(t, Permanent, call.Class)
 		for what, s := range map[string]string{"request": call.Request, "response": call.Response, "error": call.Error} {
 			requireNoPiece(t, s, token, fmt.Sprintf("the %s, token at %d", what, at))
@@ -187,7 +187,7 @@ func TestExcerptsOfLongBodiesLeakNothingAtTheCut(t *testing.T) {
 	for at := errorBody - 40; at <= errorBody+4; at++ {
 		msg := strings.Repeat("z", at-len("HTTP 422: ")) + " " + token + " " + strings.Repeat("w ", 100_000)
 		answer, _ = json.Marshal(map[string]string{"message": msg})
-		call := c.Create(context.Background(), "order", []byte(`{"title":"a"}`), "k")
+		call := c.Create(context.Background(), Record{LocalType: "order", Payload: []byte(`{"title":"a"}`)}, "k")
 		requireNoPiece(t, call.Error, token, fmt.Sprintf("the error, token at %d", at))
 		require.True(t, strings.HasPrefix(call.Error, "HTTP 422: "), call.Error)
 	}
@@ -213,7 +213,7 @@ func TestEchoedCredentialsAndPayloadSecretsAreMasked(t *testing.T) {
 	r := redact.New(nil)
 	c := NewHTTP("crm", svc, r, nil)
 
-	call := c.Create(context.Background(), "order", []byte(`{"title":"a","password":"hunter2 correct horse"}`), "k")
+	call := c.Create(context.Background(), Record{LocalType: "order", Payload: []byte(`{"title":"a","password":"hunter2 correct horse"}`)}, "k")
 	require.Equal(t, Permanent, call.Class)
 	require.Equal(t, "HTTP 422: key [redacted] refused; password [redacted] is too weak", call.Error)
 	for _, text := range []string{call.Error, call.Request, call.Response} {

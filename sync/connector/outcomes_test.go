@@ -42,7 +42,7 @@ func TestCreateAnsweredWithoutAnIDMayHaveCreatedTheObject(t *testing.T) {
 		{"200 with a body that is not JSON", http.StatusOK, "created"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			call := answering(t, tc.status, tc.body).Create(context.Background(), "order", []byte(`{"title":"a"}`), "order-1-create")
+			call := answering(t, tc.status, tc.body).Create(context.Background(), Record{LocalType: "order", Payload: []byte(`{"title":"a"}`)}, "order-1-create")
 			require.Equal(t, Temporary, call.Class, "a 2xx without an id is retried, not given up on")
 			require.True(t, call.Ambiguous, "the object may exist: the next attempt must look it up first")
 			require.Empty(t, call.ExternalID)
@@ -170,10 +170,10 @@ func TestA409ToAKeyedCreateWhileTheKeyIsHeldIsRetried(t *testing.T) {
 
 	p.Script(sandbox.Hang())
 	first := make(chan Call, 1)
-	go func() { first <- c.Create(ctx, "payment", body, "payment-1-create") }()
+	go func() { first <- c.Create(ctx, Record{LocalType: "payment", Payload: body}, "payment-1-create") }()
 	require.Eventually(t, func() bool { return p.Requests().Faults[sandbox.FaultHang] == 1 }, 2*time.Second, 5*time.Millisecond)
 
-	second := c.Create(ctx, "payment", body, "payment-1-create")
+	second := c.Create(ctx, Record{LocalType: "payment", Payload: body}, "payment-1-create")
 	require.Equal(t, http.StatusConflict, second.HTTPCode)
 	require.Equal(t, Temporary, second.Class, "the key is held by a request still running: retry later")
 	require.True(t, second.Ambiguous, "the request holding the key may take effect")
@@ -182,7 +182,7 @@ func TestA409ToAKeyedCreateWhileTheKeyIsHeldIsRetried(t *testing.T) {
 	require.Equal(t, Temporary, (<-first).Class)
 	var retried Call
 	require.Eventually(t, func() bool { // once the provider has let go of the key
-		retried = c.Create(ctx, "payment", body, "payment-1-create")
+		retried = c.Create(ctx, Record{LocalType: "payment", Payload: body}, "payment-1-create")
 		return retried.Class != Temporary
 	}, 2*time.Second, 10*time.Millisecond)
 	require.Equal(t, OK, retried.Class, retried.Error)
@@ -194,12 +194,12 @@ func TestA409ToAKeyedCreateWhileTheKeyIsHeldIsRetried(t *testing.T) {
 func TestA409ToARequestWithoutAKeyStaysPermanent(t *testing.T) {
 	c := answering(t, http.StatusConflict, `{"error":"external_key site_order_1 is already used by d1"}`)
 	ctx := context.Background()
-	keyed := c.Create(ctx, "order", []byte(`{"title":"a"}`), "order-1-create")
+	keyed := c.Create(ctx, Record{LocalType: "order", Payload: []byte(`{"title":"a"}`)}, "order-1-create")
 	require.Equal(t, Temporary, keyed.Class, "the create carried its key")
 	require.True(t, keyed.Ambiguous)
 	for what, call := range map[string]Call{
-		"a create without a key": c.Create(ctx, "order", []byte(`{"title":"a"}`), ""),
-		"an update":              c.Update(ctx, "order", "d1", []byte(`{"title":"a"}`)),
+		"a create without a key": c.Create(ctx, Record{LocalType: "order", Payload: []byte(`{"title":"a"}`)}, ""),
+		"an update":              c.Update(ctx, Record{LocalType: "order", ExternalID: "d1", Payload: []byte(`{"title":"a"}`)}),
 	} {
 		require.Equal(t, Permanent, call.Class, what)
 		require.False(t, call.Ambiguous, what)
@@ -208,7 +208,7 @@ func TestA409ToARequestWithoutAKeyStaysPermanent(t *testing.T) {
 
 	svc := c.svc
 	svc.IdempotencyHeader = "" // a provider that ignores such keys: none is sent
-	unkeyed := NewHTTP("crm", svc, redact.New(nil), nil).Create(ctx, "order", []byte(`{"title":"a"}`), "order-1-create")
+	unkeyed := NewHTTP("crm", svc, redact.New(nil), nil).Create(ctx, Record{LocalType: "order", Payload: []byte(`{"title":"a"}`)}, "order-1-create")
 	require.Equal(t, Permanent, unkeyed.Class, "no key was sent, so the 409 is not about one")
 }
 

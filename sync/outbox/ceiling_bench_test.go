@@ -51,7 +51,7 @@ func BenchmarkLoopbackCeiling(b *testing.B) {
 		conn := connector.NewHTTP("crm", cfg, redact.New(nil), nil)
 		ceiling(b, func(i int) error {
 			body := fmt.Sprintf(`{"external_key":"site_order_%d","title":"Order %d","total":"%d.00"}`, i, i, 10+i)
-			if c := conn.Create(context.Background(), "order", []byte(body), ""); c.Class != connector.OK {
+			if c := conn.Create(context.Background(), connector.Record{LocalType: "order", Payload: []byte(body)}, ""); c.Class != connector.OK {
 				return fmt.Errorf("create: %s", c.Error)
 			}
 			return nil

@@ -81,7 +81,7 @@ type poisonConn struct {
 	panics atomic.Int32
 }
 
-func (c *poisonConn) Create(ctx context.Context, typ string, body []byte, key string) connector.Call {
+func (c *poisonConn) Create(ctx context.Context, rec connector.Record, key string) connector.Call {
 	switch {
 	case key == "order-poison-create":
 		return connector.Call{Operation: "deal.create", Class: connector.Temporary, HTTPCode: 503, Error: "HTTP 503: down for this one"}
@@ -89,7 +89,7 @@ func (c *poisonConn) Create(ctx context.Context, typ string, body []byte, key st
 		c.panics.Add(1)
 		panic("connector bug; request had Authorization: Bearer sk_live_4eC39HqLyjWDarjtT1zdp7dc")
 	}
-	return c.Connector.Create(ctx, typ, body, key)
+	return c.Connector.Create(ctx, rec, key)
 }
 
 func TestPoisonRecordsDoNotStopTheQueue(t *testing.T) {
@@ -165,8 +165,8 @@ type payloadChanger struct {
 	change func()
 }
 
-func (c payloadChanger) Create(ctx context.Context, typ string, body []byte, key string) connector.Call {
-	call := c.Connector.Create(ctx, typ, body, key)
+func (c payloadChanger) Create(ctx context.Context, rec connector.Record, key string) connector.Call {
+	call := c.Connector.Create(ctx, rec, key)
 	c.change()
 	return call
 }

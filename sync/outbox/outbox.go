@@ -26,10 +26,12 @@ import (
 // Connector is what the engine needs of a service. connector.HTTP is the
 // real one; tests wrap it to inject panics.
 type Connector interface {
-	Create(ctx context.Context, localType string, body []byte, idemKey string) connector.Call
-	Update(ctx context.Context, localType, externalID string, body []byte) connector.Call
+	Create(ctx context.Context, rec connector.Record, idemKey string) connector.Call
+	Update(ctx context.Context, rec connector.Record) connector.Call
+	Upsert(ctx context.Context, rec connector.Record) connector.Call
 	Lookup(ctx context.Context, localType, key string) connector.Call
 	CanLookup(localType string) bool
+	CanUpsert(localType string) bool
 }
 
 // Service is a configured service with its connector.

@@ -102,8 +102,8 @@ type crashingConn struct {
 	die func()
 }
 
-func (c crashingConn) Create(ctx context.Context, typ string, body []byte, key string) connector.Call {
-	call := c.Connector.Create(ctx, typ, body, key)
+func (c crashingConn) Create(ctx context.Context, rec connector.Record, key string) connector.Call {
+	call := c.Connector.Create(ctx, rec, key)
 	c.die()
 	return connector.Call{Operation: call.Operation, Class: connector.Temporary, Ambiguous: true, Error: "worker died"}
 }

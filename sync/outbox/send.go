@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -48,25 +47,31 @@ type sender struct {
 
 func (s *sender) run(ctx context.Context) {
 	l := s.j.link
-	if l.ExternalID != "" {
-		body, err := withKey(s.j.payload, s.svc.Config.Objects[l.LocalType].KeyField, l.ExternalKey)
-		if s.invalid(err) {
+	conn := s.svc.Conn
+	if conn.CanUpsert(l.LocalType) {
+		// One idempotent call by our key, created or updated alike: a lost
+		// answer is harmless, and no lookup is needed.
+		call := s.call(ctx, func() connector.Call { return conn.Upsert(ctx, s.record(s.j.payload)) })
+		if len(call.Found) > 1 {
+			s.needsPerson(call.Found)
 			return
 		}
-		call := s.call(ctx, func() connector.Call { return s.svc.Conn.Update(ctx, l.LocalType, l.ExternalID, body) })
 		s.settle(call, s.j.hash)
 		return
 	}
-	if (l.NeedsLookup || s.svc.Config.LookupBeforeCreate) && s.svc.Conn.CanLookup(l.LocalType) {
-		call := s.call(ctx, func() connector.Call { return s.svc.Conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
+	if l.ExternalID != "" {
+		call := s.call(ctx, func() connector.Call { return conn.Update(ctx, s.record(s.j.payload)) })
+		s.settle(call, s.j.hash)
+		return
+	}
+	if s.mustLookUp() {
+		call := s.call(ctx, func() connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
 		switch {
 		case call.Class != connector.OK:
 			s.settle(call, "")
 			return
 		case len(call.Found) > 1:
-			s.out.Status = models.StatusFailed
-			s.out.LastError = fmt.Sprintf("%d objects in %s carry the key %s (ids %s): a person must decide which one to keep",
-				len(call.Found), l.ExternalService, l.ExternalKey, strings.Join(call.Found, ", "))
+			s.needsPerson(call.Found)
 			return
 		case len(call.Found) == 1:
 			// The lost create did reach the provider: adopt its object, as if
@@ -78,12 +83,43 @@ func (s *sender) run(ctx context.Context) {
 			return
 		}
 	}
-	body, err := withKey(s.createBody(), s.svc.Config.Objects[l.LocalType].KeyField, l.ExternalKey)
-	if s.invalid(err) {
-		return
-	}
-	call := s.call(ctx, func() connector.Call { return s.svc.Conn.Create(ctx, l.LocalType, body, l.IdempotencyKey) })
+	call := s.call(ctx, func() connector.Call { return conn.Create(ctx, s.record(s.createBody()), l.IdempotencyKey) })
 	s.settle(call, models.HashPayload(s.createBody()))
+}
+
+// record is what the connector needs of the link to send payload.
+func (s *sender) record(payload string) connector.Record {
+	l := s.j.link
+	return connector.Record{LocalType: l.LocalType, LocalID: l.LocalID, Key: l.ExternalKey, ExternalID: l.ExternalID,
+		Payload: []byte(payload)}
+}
+
+// mustLookUp says whether a create must first look our key up: after an
+// attempt that may have reached the provider (or always, when the service
+// says so), unless the idempotency key still replays. A provider that
+// replays a key's first answer for a window (Stripe: 24 h) makes the
+// re-sent create safe on its own, and its search may not yet show an
+// object made a moment ago; past the window the key is forgotten, and only
+// the lookup stands between a lost create and a second object. The link's
+// creation bounds the key's first use from below, so the test errs towards
+// looking up.
+func (s *sender) mustLookUp() bool {
+	l, cfg := s.j.link, s.svc.Config
+	if !(l.NeedsLookup || cfg.LookupBeforeCreate) || !s.svc.Conn.CanLookup(l.LocalType) {
+		return false
+	}
+	replays := cfg.IdempotencyHeader != "" && cfg.IdempotencyWindow > 0 && l.IdempotencyKey != "" &&
+		s.e.clock.Now().Before(l.CreatedAt.Add(cfg.IdempotencyWindow))
+	return !replays
+}
+
+// needsPerson fails the link: several objects carry its key, and which one
+// to keep is not the engine's to decide.
+func (s *sender) needsPerson(ids []string) {
+	l := s.j.link
+	s.out.Status = models.StatusFailed
+	s.out.LastError = fmt.Sprintf("%d objects in %s carry the key %s (ids %s): a person must decide which one to keep",
+		len(ids), l.ExternalService, l.ExternalKey, strings.Join(ids, ", "))
 }
 
 // createBody is the body frozen at the first create attempt, or the current
@@ -93,14 +129,6 @@ func (s *sender) createBody() string {
 		return s.j.link.CreatePayload
 	}
 	return s.j.payload
-}
-
-func (s *sender) invalid(err error) bool {
-	if err == nil {
-		return false
-	}
-	s.out.Status, s.out.LastError = models.StatusFailed, err.Error()
-	return true
 }
 
 // retryBudgetSpent stops a lookup-then-create from exceeding max attempts.
@@ -191,15 +219,4 @@ func (s *sender) settle(c connector.Call, pushed string) {
 		}
 		s.out.Status, s.out.NextAttempt = models.StatusRetry, now.Add(delay)
 	}
-}
-
-// withKey adds our external key to the payload under the configured field.
-func withKey(payload, field, key string) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(payload), &m); err != nil {
-		return nil, models.Invalid("the stored payload is not a JSON object")
-	}
-	k, _ := json.Marshal(key)
-	m[field] = k
-	return json.Marshal(m)
 }

@@ -111,12 +111,12 @@ func (t objectType) parse(key string) (string, bool) {
 // that carries none of our keys (someone else's) or no id.
 func (g listGroup) classify(runID int64, item map[string]any) (models.Seen, bool) {
 	for _, t := range g.types {
-		key := stringAt(item, t.obj.KeyField)
+		key := t.obj.KeyOf(item)
 		localID, ok := t.parse(key)
 		if key == "" || !ok {
 			continue
 		}
-		id := stringAt(item, t.obj.IDField)
+		id := t.obj.IDOf(item)
 		if id == "" {
 			return models.Seen{}, false
 		}
@@ -206,22 +206,4 @@ func (rn *run) listPage(ctx context.Context, g listGroup, cursor string) (connec
 		case <-time.After(wait):
 		}
 	}
-}
-
-// stringAt reads a dotted path ("id", "data.id") as a string; numbers count.
-func stringAt(v any, path string) string {
-	for _, part := range strings.Split(path, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return ""
-		}
-		v = m[part]
-	}
-	switch x := v.(type) {
-	case string:
-		return x
-	case json.Number:
-		return x.String()
-	}
-	return ""
 }

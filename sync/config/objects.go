@@ -1,0 +1,159 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/syncdesk/syncdesk/sync/mapping"
+)
+
+// validate checks one routed type's settings; bad reports one bad setting
+// under objects.TYPE.
+func (o Object) validate(bad func(setting, format string, a ...any)) {
+	upsert := o.Upsert != ""
+	for field, v := range map[string]string{"create": o.Create, "update": o.Update, "lookup": o.Lookup, "list": o.List, "upsert": o.Upsert} {
+		optional := field == "lookup" || field == "list" || field == "upsert" || (upsert && (field == "create" || field == "update"))
+		if v == "" && optional {
+			continue
+		}
+		if _, err := ParseEndpoint(v); err != nil {
+			bad(field, "%v", err)
+		}
+	}
+	if o.Update != "" && !strings.Contains(o.Update, "{external_id}") && !strings.Contains(o.Update, "{external_key}") {
+		bad("update", "the path needs {external_id} (or {external_key}, for a provider that updates by our key)")
+	}
+	if upsert && !strings.Contains(o.Upsert, "{external_key}") {
+		bad("upsert", "the path needs {external_key}: an upsert finds the object by our key")
+	}
+	o.validateLookup(bad)
+	if !strings.Contains(o.ExternalKey, "{local_id}") {
+		bad("external_key", "the key template needs {local_id} to be unique per record")
+	}
+	switch o.Encoding {
+	case "", "json", "form":
+	default:
+		bad("encoding", "%q is not json or form", o.Encoding)
+	}
+	if slices.Contains(o.Fields, "") {
+		bad("fields", "a field name is empty")
+	}
+	o.validateBody(bad)
+	switch o.Paging.Style {
+	case "", "cursor", "starting_after":
+	case "next_url":
+		if o.Paging.NextURL == "" {
+			bad("paging.next_url", "the next_url style needs the path of the next page's URL in the answer (e.g. nextRecordsUrl)")
+		}
+	default:
+		bad("paging.style", "%q is not cursor, starting_after or next_url", o.Paging.Style)
+	}
+	if c := o.Conflict; c != nil {
+		if c.Status < 400 || c.Status > 499 {
+			bad("conflict.status", "a refused create answers 4xx (HubSpot: 409), got %d", c.Status)
+		}
+		if c.IDPath == "" && c.IDPattern == "" {
+			bad("conflict", "say where the answer names the existing object: id_path or id_pattern")
+		}
+		if c.IDPattern != "" {
+			if re, err := regexp.Compile(c.IDPattern); err != nil || re.NumSubexp() < 1 {
+				bad("conflict.id_pattern", "must be a regular expression whose first group is the id (e.g. 'Existing ID: (\\d+)')")
+			}
+		}
+	}
+}
+
+func (o Object) validateLookup(bad func(setting, format string, a ...any)) {
+	if o.Lookup != "" && !strings.Contains(o.Lookup, "{external_key}") && o.LookupBody == "" {
+		bad("lookup", "the path needs {external_key}, or a POST with lookup_body")
+	}
+	if o.LookupBody != "" {
+		if ep, err := ParseEndpoint(o.Lookup); err == nil && ep.Method != "POST" {
+			bad("lookup_body", "a search body goes with a POST lookup, not %s", ep.Method)
+		}
+		if _, err := mapping.Compile(nil, o.LookupBody); err != nil {
+			bad("lookup_body", "%v", err)
+		}
+	}
+	switch o.LookupConsistency {
+	case "", "strong", "eventual":
+	default:
+		bad("lookup_consistency", "%q is not strong or eventual", o.LookupConsistency)
+	}
+}
+
+// validateBody compiles the body mapping and checks that it reads only the
+// fields records of the type carry, when the configuration lists them: a
+// typo there would otherwise surface as a failed send of every record.
+func (o Object) validateBody(bad func(setting, format string, a ...any)) {
+	if o.Body.IsZero() {
+		return
+	}
+	m, err := mapping.Compile(o.Body.Fields, o.Body.Expr)
+	if err != nil {
+		bad("", "%v", err)
+		return
+	}
+	if len(o.Fields) == 0 {
+		return
+	}
+	for _, r := range m.Reads() {
+		if !slices.Contains(o.Fields, r.Field) {
+			bad(r.Target, "reads .%s, which records of this type do not carry (fields: %s)", r.Field, strings.Join(o.Fields, ", "))
+		}
+	}
+}
+
+// Guarantee says, in words, how a lost answer to a create is kept from
+// becoming a second object of one type, and whether it is kept at all.
+type Guarantee struct {
+	Words string
+	Safe  bool
+}
+
+// Guarantee is the guard of the type routed to the service as localType.
+func (s Service) Guarantee(localType string) Guarantee {
+	o := s.Objects[localType]
+	who := s.Provider
+	if who == "" {
+		who = "the provider"
+	}
+	strong := o.Lookup != "" && o.LookupConsistency != "eventual"
+	switch {
+	case o.Upsert != "":
+		return Guarantee{"upsert by external ID: a repeat updates the same object", true}
+	case s.IdempotencyHeader != "" && s.IdempotencyWindow > 0:
+		g := Guarantee{fmt.Sprintf("idempotency key, replayed by %s for %s", who, windowWords(s.IdempotencyWindow)), true}
+		if o.Lookup != "" {
+			g.Words += "; after that, a lookup by key"
+		}
+		return g
+	case s.IdempotencyHeader != "":
+		return Guarantee{"idempotency key (" + s.IdempotencyHeader + ")", true}
+	case o.Conflict != nil:
+		g := Guarantee{fmt.Sprintf("unique property, %d adopted", o.Conflict.Status), true}
+		if strong {
+			g.Words = "read by unique property, then " + g.Words
+		}
+		return g
+	case strong:
+		return Guarantee{"lookup by key before any re-create", true}
+	case o.Lookup != "":
+		return Guarantee{"only a search that can lag: a lost answer may become a second object", false}
+	}
+	return Guarantee{"none: a lost answer may become a second object", false}
+}
+
+// windowWords says a replay window the way a person would: 24 h, 90 min.
+func windowWords(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	}
+	return d.String()
+}

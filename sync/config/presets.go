@@ -1,0 +1,198 @@
+package config
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// presetFiles are the providers shipped in the binary (README, "Presets").
+//
+//go:embed presets/*.yaml
+var presetFiles embed.FS
+
+// Presets names the shipped presets, sorted.
+func Presets() []string {
+	entries, _ := presetFiles.ReadDir("presets")
+	var out []string
+	for _, e := range entries {
+		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	return out
+}
+
+// anyObject is the preset object that stands for every remote not named
+// (Salesforce: any sObject); {remote} and {key_field} in its values are the
+// object's own.
+const anyObject = "*"
+
+// expandPresets rewrites, in a parsed configuration file, every service
+// that names a preset: the preset's settings, with the file's on top, key
+// by key. Each routed type starts from the preset's object named by its
+// remote (default: the type's own name).
+func expandPresets(doc *yaml.Node) error {
+	root := doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	services := member(root, "services")
+	if services == nil || services.Kind != yaml.MappingNode {
+		return nil
+	}
+	var errs []string
+	for i := 0; i+1 < len(services.Content); i += 2 {
+		name, svc := services.Content[i].Value, services.Content[i+1]
+		p := member(svc, "preset")
+		if p == nil {
+			continue
+		}
+		expanded, err := expandService(name, p.Value, svc)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		services.Content[i+1] = expanded
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+func expandService(name, preset string, svc *yaml.Node) (*yaml.Node, error) {
+	raw, err := presetFiles.ReadFile("presets/" + preset + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("setting services.%s.preset: %q is not a preset (%s)", name, preset, strings.Join(Presets(), ", "))
+	}
+	var pdoc yaml.Node
+	if err := yaml.Unmarshal(raw, &pdoc); err != nil {
+		return nil, fmt.Errorf("preset %s: %w", preset, err) // a shipped file: a test reads every one
+	}
+	base := pdoc.Content[0]
+	templates := member(base, "objects")
+	out := merge(without(base, "objects"), without(svc, "objects"))
+	objs := member(svc, "objects")
+	if objs == nil {
+		return out, nil
+	}
+	merged := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(objs.Content); i += 2 {
+		typ, obj := objs.Content[i].Value, objs.Content[i+1]
+		remote := typ
+		if r := member(obj, "remote"); r != nil {
+			remote = r.Value
+		}
+		tmpl := member(templates, remote)
+		if tmpl == nil {
+			if tmpl = member(templates, anyObject); tmpl == nil {
+				return nil, fmt.Errorf("setting services.%s.objects.%s.remote: the %s preset has no object %q (%s)",
+					name, typ, preset, remote, strings.Join(keys(templates), ", "))
+			}
+			keyField := scalar(obj, "key_field", scalar(tmpl, "key_field", ""))
+			tmpl = substitute(tmpl, strings.NewReplacer("{remote}", remote, "{key_field}", keyField))
+		}
+		o := merge(tmpl, obj)
+		if member(o, "remote") == nil {
+			o.Content = append(o.Content, str("remote"), str(remote))
+		}
+		merged.Content = append(merged.Content, objs.Content[i], o)
+	}
+	out.Content = append(out.Content, str("objects"), merged)
+	return out, nil
+}
+
+// merge returns base with over on top: maps merge key by key, anything
+// else in over replaces what base says.
+func merge(base, over *yaml.Node) *yaml.Node {
+	if base == nil || base.Kind != yaml.MappingNode || over.Kind != yaml.MappingNode {
+		return over
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: slices.Clone(base.Content)}
+	for i := 0; i+1 < len(over.Content); i += 2 {
+		k, v := over.Content[i], over.Content[i+1]
+		at := slices.IndexFunc(out.Content, func(n *yaml.Node) bool { return n.Value == k.Value })
+		switch {
+		case at < 0 || at%2 == 1:
+			out.Content = append(out.Content, k, v)
+		default:
+			out.Content[at+1] = merge(out.Content[at+1], v)
+		}
+	}
+	return out
+}
+
+// member returns the value under key in a mapping node, or nil.
+func member(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func without(n *yaml.Node, key string) *yaml.Node {
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != key {
+			out.Content = append(out.Content, n.Content[i], n.Content[i+1])
+		}
+	}
+	return out
+}
+
+func scalar(n *yaml.Node, key, def string) string {
+	if v := member(n, key); v != nil && v.Kind == yaml.ScalarNode {
+		return v.Value
+	}
+	return def
+}
+
+func keys(n *yaml.Node) []string {
+	var out []string
+	for i := 0; n != nil && i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; k != anyObject {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// substitute copies n with r applied to every scalar value.
+func substitute(n *yaml.Node, r *strings.Replacer) *yaml.Node {
+	c := *n
+	if c.Kind == yaml.ScalarNode {
+		c.Value = r.Replace(c.Value)
+		return &c
+	}
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = substitute(k, r)
+	}
+	return &c
+}
+
+func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+// withPresets returns the file's bytes with its presets expanded, or the
+// bytes as they are when it names none.
+func withPresets(body []byte) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(body, &doc); err != nil || len(doc.Content) == 0 {
+		return body, nil // the strict decode that follows says what is wrong
+	}
+	if !bytes.Contains(body, []byte("preset")) {
+		return body, nil
+	}
+	if err := expandPresets(&doc); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(&doc)
+}
