@@ -75,14 +75,16 @@ type clash struct {
 }
 
 // conflict is HubSpot's 409 for a taken unique value. For contacts' email
-// HubSpot answers "Contact already exists. Existing ID: 123", category
-// CONFLICT, with the id again in context.existingId and, per property, "A
-// contact with email x already exists. Existing ID: 123" in errors[]
-// (reported on
-// https://community.hubspot.com/t5/APIs-Integrations/Updated-409-Conflict-responses/m-p/951534).
-// HubSpot's pages do not spell out the body for a custom unique property;
-// integrations match "Company already exists. Existing ID: " there, so the
-// fake answers in the same form, naming the property in errors[].in.
+// HubSpot answers "Contact already exists. Existing ID: 123" with category
+// CONFLICT and the id again in context.existingId (as captured from CRM v3
+// in public connector fixtures); a later form reported on
+// https://community.hubspot.com/t5/APIs-Integrations/Updated-409-Conflict-responses/m-p/951534
+// adds, per property, "A contact with email x already exists. Existing
+// ID: 123" in errors[] with "in": "email". HubSpot's pages do not spell out
+// the body for a custom unique property; integrations match "Company
+// already exists. Existing ID: " there, so the fake answers in the same
+// form, naming the property in errors[].in. One outside report has seen a
+// 400 there instead; the fake follows the 409 the connector adopts.
 func conflict(w http.ResponseWriter, t *table, c clash) {
 	fail(w, http.StatusConflict, apiError{
 		Message:  fmt.Sprintf("%s already exists. Existing ID: %s", t.singular, c.existingID),

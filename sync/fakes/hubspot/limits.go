@@ -18,6 +18,8 @@ import (
 // https://developers.hubspot.com/changelog/rate-limit-headers-will-now-appear-for-oauth-authenticated-calls).
 // Beyond a limit HubSpot answers 429 with errorType RATE_LIMIT and a
 // policyName saying which limit (DAILY, TEN_SECONDLY_ROLLING, SECONDLY).
+// The daily count resets at midnight in the account's time zone; the fake
+// takes UTC.
 // Search has its own limit, four requests per second per token
 // (https://developers.hubspot.com/changelog/crm-search-api-rate-limit-increase),
 // and its answers carry none of the rate-limit headers.
