@@ -29,8 +29,9 @@ func (c Config) Secrets() []string {
 
 // Secrets returns the service's secret values, expanded: its headers'
 // values, but those of the headers whose values excerpts show
-// (redact.ShowsHeader: Content-Type, Accept, …), and its webhook secrets,
-// each with its pieces (see secretPieces).
+// (redact.ShowsHeader: Content-Type, Accept, …), its webhook secrets and
+// its auth's password, client secret and refresh token, each with its
+// pieces (see secretPieces and Auth.secrets).
 func (s Service) Secrets() []string {
 	var out []string
 	for name, v := range s.Headers {
@@ -43,7 +44,7 @@ func (s Service) Secrets() []string {
 			out = append(out, secretPieces(v)...)
 		}
 	}
-	return out
+	return append(out, s.Auth.secrets()...)
 }
 
 // ExpandedHeaders returns the headers sent on every call, ${VAR} replaced
