@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -214,7 +213,7 @@ func (c *HTTP) send(ctx context.Context, rq request) (Call, answer) {
 		msg := fmt.Sprintf("HTTP %d: %s", res.StatusCode, providerMessage(decoded, raw))
 		call.Error = red.Excerpt(red.TextPrefix(msg, errorBody), 300)
 	}
-	if res.StatusCode == http.StatusUnauthorized && c.creds.Refreshes() {
+	if res.StatusCode == http.StatusUnauthorized && token != "" {
 		// An expired token, most likely: it is dropped (once, however
 		// many calls saw it refused) and the next attempt fetches another.
 		// Nothing was done with a refused request, so the attempt is
@@ -250,4 +249,3 @@ func excerpt(r *redact.Redactor, line string, h http.Header, body []byte) string
 	}
 	return r.Excerpt(b.String(), excerptLen)
 }
-

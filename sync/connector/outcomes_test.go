@@ -170,10 +170,10 @@ func TestA409ToAKeyedCreateWhileTheKeyIsHeldIsRetried(t *testing.T) {
 
 	p.Script(sandbox.Hang())
 	first := make(chan Call, 1)
-	go func() { first <- c.Create(ctx, Record{LocalType: "payment", Payload: body}, "payment-1-create") }()
+	go func() { first <- c.Create(ctx, Record{LocalType: "payment", Key: "site_payment_1", Payload: body}, "payment-1-create") }()
 	require.Eventually(t, func() bool { return p.Requests().Faults[sandbox.FaultHang] == 1 }, 2*time.Second, 5*time.Millisecond)
 
-	second := c.Create(ctx, Record{LocalType: "payment", Payload: body}, "payment-1-create")
+	second := c.Create(ctx, Record{LocalType: "payment", Key: "site_payment_1", Payload: body}, "payment-1-create")
 	require.Equal(t, http.StatusConflict, second.HTTPCode)
 	require.Equal(t, Temporary, second.Class, "the key is held by a request still running: retry later")
 	require.True(t, second.Ambiguous, "the request holding the key may take effect")
@@ -182,7 +182,7 @@ func TestA409ToAKeyedCreateWhileTheKeyIsHeldIsRetried(t *testing.T) {
 	require.Equal(t, Temporary, (<-first).Class)
 	var retried Call
 	require.Eventually(t, func() bool { // once the provider has let go of the key
-		retried = c.Create(ctx, Record{LocalType: "payment", Payload: body}, "payment-1-create")
+		retried = c.Create(ctx, Record{LocalType: "payment", Key: "site_payment_1", Payload: body}, "payment-1-create")
 		return retried.Class != Temporary
 	}, 2*time.Second, 10*time.Millisecond)
 	require.Equal(t, OK, retried.Class, retried.Error)
