@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -93,8 +94,13 @@ func (o Object) validateBody(bad func(setting, format string, a ...any)) {
 		return
 	}
 	m, err := mapping.Compile(o.Body.Fields, o.Body.Expr)
-	if err != nil {
-		bad("", "%v", err)
+	var me *mapping.Error
+	switch {
+	case errors.As(err, &me):
+		bad(me.Target, "%s", strings.TrimPrefix(me.Error(), me.Target+": "))
+		return
+	case err != nil:
+		bad("body", "%v", err)
 		return
 	}
 	if len(o.Fields) == 0 {

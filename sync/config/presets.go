@@ -106,7 +106,8 @@ func expandService(name, preset string, svc *yaml.Node) (*yaml.Node, error) {
 }
 
 // merge returns base with over on top: maps merge key by key, anything
-// else in over replaces what base says.
+// else in over replaces what base says, and ~ (null) in over takes base's
+// key away (a preset's body field the records do not have).
 func merge(base, over *yaml.Node) *yaml.Node {
 	if base == nil || base.Kind != yaml.MappingNode || over.Kind != yaml.MappingNode {
 		return over
@@ -114,9 +115,12 @@ func merge(base, over *yaml.Node) *yaml.Node {
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: slices.Clone(base.Content)}
 	for i := 0; i+1 < len(over.Content); i += 2 {
 		k, v := over.Content[i], over.Content[i+1]
-		at := slices.IndexFunc(out.Content, func(n *yaml.Node) bool { return n.Value == k.Value })
+		at := keyIndex(out, k.Value)
 		switch {
-		case at < 0 || at%2 == 1:
+		case v.Tag == "!!null" && at >= 0:
+			out.Content = slices.Delete(out.Content, at, at+2)
+		case v.Tag == "!!null":
+		case at < 0:
 			out.Content = append(out.Content, k, v)
 		default:
 			out.Content[at+1] = merge(out.Content[at+1], v)
@@ -125,15 +129,23 @@ func merge(base, over *yaml.Node) *yaml.Node {
 	return out
 }
 
+// keyIndex is where key sits in a mapping node's content, or -1.
+func keyIndex(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return i
+		}
+	}
+	return -1
+}
+
 // member returns the value under key in a mapping node, or nil.
 func member(n *yaml.Node, key string) *yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
+	if i := keyIndex(n, key); i >= 0 {
+		return n.Content[i+1]
 	}
 	return nil
 }
