@@ -43,7 +43,7 @@ const defaultFetchTimeout = 10 * time.Second
 
 // Credentials adds a service's auth to its requests. Safe for concurrent use.
 type Credentials struct {
-	basic          bool   // HTTP basic with user and password
+	basic          bool // HTTP basic with user and password
 	user, password string
 	grant          *grant // OAuth 2.0; nil otherwise
 	client         *http.Client
