@@ -1,12 +1,14 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/url"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,12 +21,15 @@ import (
 // card is built from the configuration as written (${VAR} references), and
 // the environment is only asked whether a variable holds something.
 func describeService(name string, svc config.Service) views.ServiceCard {
-	card := views.ServiceCard{Name: name, Kind: kindWords(svc.Kind), BaseURL: displayURL(svc.BaseURL),
-		Idempotency: idempotencyWords(svc), Timeout: shortDuration(svc.Timeout), Retry: retryWords(svc.Retry)}
+	card := views.ServiceCard{Name: name, Kind: kindWords(svc), BaseURL: displayURL(svc.BaseURL),
+		Idempotency: idempotencyWords(svc), Timeout: shortDuration(svc.Timeout), Retry: retryWords(svc.Retry),
+		Auth: authWords(svc.Auth), RateLimit: rateWords(svc.RateLimit)}
 	for _, typ := range slices.Sorted(maps.Keys(svc.Objects)) {
 		o := svc.Objects[typ]
-		card.Routes = append(card.Routes, views.ServiceRoute{LocalType: typ, Remote: o.Remote, Operations: operations(o)})
-		if duplicateRisk(svc, o) {
+		g := svc.Guarantee(typ)
+		card.Routes = append(card.Routes, views.ServiceRoute{LocalType: typ, Remote: o.Remote, Operations: operations(o),
+			Guarantee: g.Words, Guarded: g.Safe})
+		if !g.Safe && (o.Create != "" || o.Upsert != "") {
 			card.DuplicateRisks = append(card.DuplicateRisks, typ)
 		}
 	}
@@ -92,11 +97,57 @@ func displayURL(raw string) string {
 	return s
 }
 
-func kindWords(kind string) string {
-	if kind == "http" {
-		return "HTTP (JSON)"
+// kindWords names the connector and, for a preset, the provider.
+func kindWords(svc config.Service) string {
+	s := svc.Kind
+	if s == "http" {
+		s = "HTTP"
 	}
-	return kind
+	if svc.Preset != "" {
+		s = cmp.Or(svc.Provider, svc.Preset) + " preset, over " + s
+	}
+	return s
+}
+
+// authWords says how syncdesk signs in, on top of the headers; secrets
+// as set or not set only.
+func authWords(a config.Auth) []views.SecretState {
+	switch a.Type {
+	case config.AuthBasic:
+		user, pw := secretState(a.Username), secretState(a.Password)
+		user.Name, pw.Name = "HTTP basic: user", "HTTP basic: password"
+		return []views.SecretState{user, pw}
+	case config.AuthOAuth2:
+		grant := "client credentials"
+		if a.RefreshToken != "" {
+			grant = "refresh token"
+		}
+		id, sec := secretState(a.ClientID), secretState(a.ClientSecret)
+		id.Name, sec.Name = "OAuth 2.0 ("+grant+"): client id", "OAuth 2.0 ("+grant+"): client secret"
+		out := []views.SecretState{id, sec}
+		if a.RefreshToken != "" {
+			rt := secretState(a.RefreshToken)
+			rt.Name = "OAuth 2.0: refresh token"
+			out = append(out, rt)
+		}
+		return out
+	}
+	return nil
+}
+
+// rateWords says the configured pace; the provider's headers may slow it.
+func rateWords(r config.RateLimit) string {
+	var parts []string
+	if r.PerSecond > 0 {
+		parts = append(parts, strconv.FormatFloat(r.PerSecond, 'f', -1, 64)+" calls a second")
+	}
+	if r.Concurrent > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d at once", r.Concurrent))
+	}
+	if len(parts) == 0 {
+		return "no limit of its own; slows down when the provider's headers say so"
+	}
+	return strings.Join(parts, ", ") + ", all instances together; slower when the provider's headers say so"
 }
 
 func operations(o config.Object) string {
@@ -109,6 +160,9 @@ func operations(o config.Object) string {
 	}
 	if o.Lookup != "" {
 		ops = append(ops, "look up")
+	}
+	if o.Upsert != "" {
+		ops = append(ops, "upsert")
 	}
 	if o.List != "" {
 		ops = append(ops, "list")
@@ -130,13 +184,6 @@ func idempotencyWords(svc config.Service) string {
 		s += "; after an attempt with an unknown outcome, looks the object up by its key before creating again"
 	}
 	return s
-}
-
-// duplicateRisk reports whether a create whose answer is lost (a timeout,
-// a dropped connection) can become a second object: the service can neither
-// look the object up by its key nor deduplicate by an Idempotency-Key.
-func duplicateRisk(svc config.Service, o config.Object) bool {
-	return o.Create != "" && o.Lookup == "" && svc.IdempotencyHeader == ""
 }
 
 func canLookup(svc config.Service) bool {

@@ -105,7 +105,7 @@ func TestServicesPageDescribesServicesWithoutSecrets(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.status, r.body)
 		for _, want := range []string{
 			`data-testid="service-crm"`, `data-testid="service-payments"`,
-			"HTTP (JSON)", "deal", "create, update, look up",
+			"HTTP", "deal", "create, update, look up",
 			"ignores Idempotency-Key", "sends an Idempotency-Key in the Idempotency-Key header",
 			"up to 3 attempts, backing off from 1s to 1m", "up to 6 attempts, backing off from 2s to 15m", "10s per call",
 			"set from $SYNCDESK_TEST_CRM_TOKEN", "not set: $SYNCDESK_TEST_NEVER_SET is empty", "set from $SYNCDESK_TEST_PAY_HOOK",
@@ -326,6 +326,8 @@ func TestServicesPageWarnsOfDuplicateRisk(t *testing.T) {
 				"message": {Remote: "sms", ExternalKey: "msg_{local_id}", IDField: "id", Create: "POST /sms"},
 				"contact": {Remote: "contact", ExternalKey: "c_{local_id}", KeyField: "ref", IDField: "id", Create: "POST /contacts",
 					Lookup: "GET /contacts?ref={external_key}"},
+				"lead": {Remote: "lead", ExternalKey: "l_{local_id}", KeyField: "ref", IDField: "id", Create: "POST /leads",
+					Lookup: "GET /leads/search?ref={external_key}", LookupConsistency: "eventual"},
 			}}
 		cfg.Services["mail"] = config.Service{Kind: "http", BaseURL: "https://mail.example.com", Timeout: time.Second,
 			IdempotencyHeader: "Idempotency-Key", Retry: config.Retry{MaxAttempts: 3, Base: time.Second, Max: time.Minute},
@@ -339,10 +341,20 @@ func TestServicesPageWarnsOfDuplicateRisk(t *testing.T) {
 			body := b.signedIn(string(role)+"@example.com", role).get("/services").body
 			warning := regexp.MustCompile(`(?s)data-testid="duplicate-risk-sms".*?</div>`).FindString(body)
 			require.NotEmpty(t, warning, "a %s is warned about sms", role)
-			require.Contains(t, warning, "Creates of message can make duplicates in sms.")
+			require.Contains(t, warning, "Creates of lead, message can make duplicates in sms.", "a search that can lag is no guard")
 			require.NotContains(t, warning, "contact", "contact can be looked up")
 			require.Contains(t, warning, "syncdesk cannot tell whether a create it lost the answer to went through: "+
-				"add a lookup endpoint or the provider's idempotency header.")
+				"configure an upsert, a lookup that sees new objects at once, or the provider's idempotency header.")
+			for id, words := range map[string]string{
+				"sms-contact":  "lookup by key before any re-create",
+				"sms-lead":     "only a search that can lag: a lost answer may become a second object",
+				"sms-message":  "none: a lost answer may become a second object",
+				"mail-message": "idempotency key (Idempotency-Key)",
+				"crm-order":    "lookup by key before any re-create",
+			} {
+				line := regexp.MustCompile(`(?s)data-testid="guarantee-` + id + `".*?</li>`).FindString(body)
+				require.Contains(t, line, words, id)
+			}
 			require.NotContains(t, body, `data-testid="duplicate-risk-mail"`, "mail takes an Idempotency-Key")
 			require.NotContains(t, body, `data-testid="duplicate-risk-crm"`, "crm looks orders up")
 		}
