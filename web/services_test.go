@@ -350,7 +350,6 @@ func TestServicesPageWarnsOfDuplicateRisk(t *testing.T) {
 				"sms-lead":     "only a search that can lag: a lost answer may become a second object",
 				"sms-message":  "none: a lost answer may become a second object",
 				"mail-message": "idempotency key (Idempotency-Key)",
-				"crm-order":    "lookup by key before any re-create",
 			} {
 				line := regexp.MustCompile(`(?s)data-testid="guarantee-` + id + `".*?</li>`).FindString(body)
 				require.Contains(t, line, words, id)
