@@ -146,3 +146,11 @@ func errorsOf(t *testing.T, a answer) []apiError {
 }
 
 const v60 = "/services/data/v60.0"
+
+// readJSON decodes a response's body into v and closes it.
+func readJSON(t *testing.T, res *http.Response, v any) {
+	t.Helper()
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.NoError(t, json.NewDecoder(res.Body).Decode(v))
+}
