@@ -52,3 +52,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// FaultAnswer writes Salesforce's own error body for a fault the injector
+// (sync/fakes/faults, Options.Answer) sends: 503 is SERVER_UNAVAILABLE; a
+// refusal for too many requests is REQUEST_LIMIT_EXCEEDED, the code
+// Salesforce gives when an org's API limit is spent (with 403 there; the
+// status is the injector's choice).
+// https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/errorcodes.htm
+func FaultAnswer(w http.ResponseWriter, status int) {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusForbidden:
+		fail(status, "REQUEST_LIMIT_EXCEEDED", "TotalRequests Limit exceeded.").write(w)
+	default:
+		fail(status, "SERVER_UNAVAILABLE", "The server is unavailable to handle the request.").write(w)
+	}
+}
