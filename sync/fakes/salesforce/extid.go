@@ -39,8 +39,9 @@ func (s *Server) serveUpsert(r *http.Request, c call) (int, any) {
 		return f.reply()
 	}
 	if _, named := fields[field]; named {
+		// Worded as the docs' refusal of an Id in a create's body.
 		return fail(http.StatusBadRequest, "INVALID_FIELD",
-			"Do not specify "+field+" in the request body: it is the external ID field of this upsert, given in the URL", field).reply()
+			"The "+field+" field should not be specified in the sobject data: it is the external ID this upsert gives in its URL.", field).reply()
 	}
 	value := c.segs[3]
 	s.mu.Lock()

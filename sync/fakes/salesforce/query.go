@@ -79,12 +79,24 @@ func (s *Server) page(cur *cursor, offset, batch int, c call) queryResult {
 	res := queryResult{TotalSize: len(cur.rows), Done: end == len(cur.rows), Records: cur.rows[offset:end]}
 	if !res.Done {
 		if cur.id == "" {
+			s.forgetExpiredCursors()
 			cur.id = randomID("01g")
 			s.cursors[cur.id] = cur
 		}
 		res.NextRecordsURL = c.base() + "/query/" + cur.id + "-" + strconv.Itoa(end)
 	}
 	return res
+}
+
+// forgetExpiredCursors drops the cursors past their life. The caller
+// holds s.mu.
+func (s *Server) forgetExpiredCursors() {
+	now := s.now()
+	for id, c := range s.cursors {
+		if !now.Before(c.expires) {
+			delete(s.cursors, id)
+		}
+	}
 }
 
 // batch is the page size: the fake's BatchSize, or fewer when the request

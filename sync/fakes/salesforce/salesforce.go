@@ -90,17 +90,17 @@ const (
 
 // Server is the fake Salesforce. Create it with New.
 type Server struct {
-	opts Options
-	now  func() time.Time
+	opts    Options
+	now     func() time.Time
+	objects map[string]*table // by lower-case name; the map and the tables' fields never change after New
+	orgID   string
+	userID  string
 
-	mu       sync.Mutex
-	objects  map[string]*table // by lower-case name
+	mu       sync.Mutex // guards what follows, and the tables' records
 	tokens   map[string]token
 	refresh  map[string]string // refresh token → client id
 	cursors  map[string]*cursor
 	requests map[Endpoint]int
-	orgID    string
-	userID   string
 }
 
 // New returns a fake serving opts.Objects to opts.Clients.
@@ -131,6 +131,9 @@ func New(opts Options) (*Server, error) {
 		}
 		if strings.HasSuffix(o.Name, "__c") && o.KeyPrefix == "" {
 			custom++
+		}
+		if _, dup := s.objects[strings.ToLower(o.Name)]; dup {
+			return nil, fmt.Errorf("salesforce fake: object %s is given twice", o.Name)
 		}
 		s.objects[strings.ToLower(o.Name)] = t
 	}

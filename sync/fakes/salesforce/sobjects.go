@@ -135,9 +135,9 @@ func refuseDuplicate(t *table, id string, fields Record) *failure {
 }
 
 // readBody decodes a record's fields from the request's JSON body, by their
-// canonical names. Unknown fields are INVALID_FIELD; Id and the system
-// fields cannot be written (INVALID_FIELD_FOR_INSERT_UPDATE); "attributes"
-// is ignored, as clients may send it back.
+// canonical names. Unknown fields and Id are INVALID_FIELD; the other
+// system fields cannot be written (INVALID_FIELD_FOR_INSERT_UPDATE);
+// "attributes" is ignored, as clients may send it back.
 func readBody(r *http.Request, t *table) (Record, *failure) {
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -158,6 +158,9 @@ func readBody(r *http.Request, t *table) (Record, *failure) {
 		switch {
 		case !ok:
 			return nil, noSuchColumn(t.name, k)
+		case c == "Id":
+			// The docs' own example of a refused create (dome_sobject_create.htm).
+			return nil, fail(http.StatusBadRequest, "INVALID_FIELD", "The Id field should not be specified in the sobject data.")
 		case isSystem(c):
 			return nil, fail(http.StatusBadRequest, "INVALID_FIELD_FOR_INSERT_UPDATE",
 				"Unable to create/update fields: "+c+". Please check the security settings of this field and verify that it is read/write for your profile or permission set.", c)

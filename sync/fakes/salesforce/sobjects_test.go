@@ -65,7 +65,8 @@ func TestUpsertRefusalsChangeNothing(t *testing.T) {
 		code             string
 	}{
 		{"external ID field in the body", "/sobjects/Account/Key__c/k", `{"Key__c":"k","Name":"A"}`, 400, "INVALID_FIELD"},
-		{"Id in the body", "/sobjects/Account/Key__c/k", `{"Id":"001Fk0000000001AAA","Name":"A"}`, 400, "INVALID_FIELD_FOR_INSERT_UPDATE"},
+		{"Id in the body", "/sobjects/Account/Key__c/k", `{"Id":"001Fk0000000001IAA","Name":"A"}`, 400, "INVALID_FIELD"},
+		{"a system field in the body", "/sobjects/Account/Key__c/k", `{"CreatedDate":"2020-01-01T00:00:00.000+0000"}`, 400, "INVALID_FIELD_FOR_INSERT_UPDATE"},
 		{"unknown field", "/sobjects/Account/Key__c/k", `{"Colour__c":"red"}`, 400, "INVALID_FIELD"},
 		{"field that is not an external ID", "/sobjects/Account/Name/Acme", `{"Type":"x"}`, 404, "NOT_FOUND"},
 		{"field the object lacks", "/sobjects/Account/Nope__c/k", `{"Name":"A"}`, 404, "NOT_FOUND"},
@@ -83,7 +84,10 @@ func TestUpsertRefusalsChangeNothing(t *testing.T) {
 	}
 	require.Empty(t, b.fake.Records("Account"), "no refused upsert created anything")
 
-	a := b.send(t, http.MethodPatch, v60+"/sobjects/Account/Key__c/k", tok, `{"Colour__c":"red"}`)
+	a := b.send(t, http.MethodPost, v60+"/sobjects/Account", tok, `{"id":"001D000000IqhSLIAZ","Name":"Express Donuts and Pies"}`)
+	require.JSONEq(t, `[{"message":"The Id field should not be specified in the sobject data.","errorCode":"INVALID_FIELD"}]`, string(a.body),
+		"the docs' example of a refused create")
+	a = b.send(t, http.MethodPatch, v60+"/sobjects/Account/Key__c/k", tok, `{"Colour__c":"red"}`)
 	require.JSONEq(t, `[{"message":"No such column 'Colour__c' on sobject of type Account","errorCode":"INVALID_FIELD","fields":["Colour__c"]}]`, string(a.body))
 	for _, version := range []string{"v60", "60.0", "vX.0"} {
 		a := b.send(t, http.MethodPatch, "/services/data/"+version+"/sobjects/Account/Key__c/k", tok, `{"Name":"A"}`)
@@ -193,6 +197,15 @@ func TestRecordsByID(t *testing.T) {
 	require.Equal(t, 2, b.fake.Creates("Contact"))
 }
 
+func TestExternalIDValueIsOnePathSegment(t *testing.T) {
+	b := setup(t, nil, nil)
+	tok := b.token(t)
+	require.Equal(t, http.StatusCreated, b.send(t, http.MethodPatch, v60+"/sobjects/Account/Key__c/order%2F7%20b", tok, `{}`).status)
+	require.Equal(t, 1, b.fake.CountByField("Account", "Key__c", "order/7 b"), "an escaped slash is part of the value")
+	require.Equal(t, http.StatusNotFound, b.send(t, http.MethodPatch, v60+"/sobjects/Account/Key__c/order/7", tok, `{}`).status,
+		"an unescaped one is another path")
+}
+
 func TestUniqueExternalIDRefusesDuplicatesAndIgnoresCase(t *testing.T) {
 	b := setup(t, nil, nil)
 	tok := b.token(t)
@@ -251,6 +264,8 @@ func TestNewRefusesBadObjects(t *testing.T) {
 	}
 	_, err := New(Options{Objects: testObjects()})
 	require.Error(t, err, "no client")
+	_, err = New(Options{Objects: append(testObjects(), Object{Name: "account", KeyPrefix: "001"}), Clients: clients})
+	require.ErrorContains(t, err, "given twice", "an object twice")
 }
 
 func TestRequestsAreCountedPerEndpoint(t *testing.T) {
