@@ -73,7 +73,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, oerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.issue(client, secret, instanceURL(r)))
+	writeJSON(w, http.StatusOK, s.issue(client, instanceURL(r)))
 }
 
 // grantFor checks the grant and the client, and names the client a token
@@ -111,6 +111,16 @@ func (s *Server) checkClient(id, secret string, needSecret bool) *oauthError {
 	return errUnknownClient
 }
 
+// secretOf is a known client's secret.
+func (s *Server) secretOf(id string) string {
+	for _, c := range s.opts.Clients {
+		if c.ID == id {
+			return c.Secret
+		}
+	}
+	return ""
+}
+
 // clientCredentials reads the client's key and secret from a Basic header
 // (each URL-encoded, RFC 6749 §2.3.1) or else from the form.
 func clientCredentials(r *http.Request) (id, secret string) {
@@ -128,7 +138,7 @@ func clientCredentials(r *http.Request) (id, secret string) {
 // issue records a new token for client and builds the answer. The
 // signature is, as documented, a Base64 HMAC-SHA256 of the identity URL
 // and issued_at keyed with the client's secret.
-func (s *Server) issue(client, secret, instance string) tokenAnswer {
+func (s *Server) issue(client, instance string) tokenAnswer {
 	now := s.now()
 	access := s.orgID[:15] + "!" + randomToken()
 	s.mu.Lock()
@@ -136,7 +146,7 @@ func (s *Server) issue(client, secret, instance string) tokenAnswer {
 	s.mu.Unlock()
 	identity := instance + "/id/" + s.orgID + "/" + s.userID
 	issued := strconv.FormatInt(now.UnixMilli(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
+	mac := hmac.New(sha256.New, []byte(s.secretOf(client)))
 	mac.Write([]byte(identity + issued))
 	return tokenAnswer{
 		AccessToken: access, Signature: base64.StdEncoding.EncodeToString(mac.Sum(nil)),

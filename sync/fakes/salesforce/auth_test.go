@@ -124,6 +124,9 @@ func TestRefreshTokenGrant(t *testing.T) {
 	var tok tokenAnswer
 	a.json(t, &tok)
 	require.Equal(t, http.StatusOK, b.send(t, http.MethodGet, v60+"/query?q=SELECT+Id+FROM+Account", tok.AccessToken, "").status)
+	mac := hmac.New(sha256.New, []byte(clientSecret))
+	mac.Write([]byte(tok.ID + tok.IssuedAt))
+	require.Equal(t, base64.StdEncoding.EncodeToString(mac.Sum(nil)), tok.Signature, "signed with the app's secret, sent or not")
 
 	a = b.postForm(t, url.Values{"grant_type": {"refresh_token"}, "client_id": {clientID}, "client_secret": {"wrong"}, "refresh_token": {rt}}, "", "")
 	require.Equal(t, http.StatusBadRequest, a.status, "a secret, when sent, must be right")

@@ -97,6 +97,9 @@ func TestQueryRecordsAndFilters(t *testing.T) {
 		require.Equal(t, tc.names, names, tc.where)
 	}
 
+	require.JSONEq(t, `{"totalSize":0,"done":true,"records":[]}`, string(b.query(t, tok, "SELECT Id FROM Account WHERE Key__c = 'none'").body),
+		"no match is an empty list, not null")
+
 	b.query(t, tok, "SELECT Name FROM Account ORDER BY Name DESC LIMIT 2").json(t, &page)
 	require.Equal(t, 2, page.TotalSize)
 	require.Equal(t, "No key", page.Records[0]["Name"])

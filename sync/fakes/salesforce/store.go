@@ -91,9 +91,9 @@ func same(v any, value string, fold bool) bool {
 		return false
 	}
 	if fold {
-		return strings.EqualFold(fmt.Sprint(v), value)
+		return strings.EqualFold(toString(v), value)
 	}
-	return fmt.Sprint(v) == value
+	return toString(v) == value
 }
 
 // duplicate is the first unique field whose value in fields another record
@@ -104,7 +104,7 @@ func (t *table) duplicate(id string, fields Record) (field, other string, found 
 		if !ok || v == nil {
 			continue
 		}
-		for _, r := range t.byExternalID(f, fmt.Sprint(v)) {
+		for _, r := range t.byExternalID(f, toString(v)) {
 			if r["Id"] != id {
 				return f, r["Id"].(string), true
 			}
@@ -117,8 +117,8 @@ func (t *table) duplicate(id string, fields Record) (field, other string, found 
 func (t *table) insert(fields Record, now time.Time) string {
 	id := recordID(t.prefix, uint64(len(t.records)+1))
 	r := Record{}
-	for f := range t.fields {
-		if c := t.fields[f]; !isSystem(c) {
+	for _, c := range t.fields {
+		if !isSystem(c) {
 			r[c] = nil
 		}
 	}
