@@ -22,7 +22,7 @@ type job struct {
 func (e *Engine) send(ctx context.Context, j job) (out models.LinkOutcome) {
 	svc, ok := e.services[j.link.ExternalService]
 	out = models.LinkOutcome{Link: j.link, Attempts: j.link.Attempts, NeedsLookup: j.link.NeedsLookup}
-	if !ok || svc.Config.Objects[j.link.LocalType].Create == "" {
+	if _, routed := svc.Config.Objects[j.link.LocalType]; !ok || !routed {
 		out.Status, out.LastError = models.StatusFailed, fmt.Sprintf("%s is no longer routed to %s in the configuration", j.link.LocalType, j.link.ExternalService)
 		return out
 	}
