@@ -170,7 +170,9 @@ func TestA409ToAKeyedCreateWhileTheKeyIsHeldIsRetried(t *testing.T) {
 
 	p.Script(sandbox.Hang())
 	first := make(chan Call, 1)
-	go func() { first <- c.Create(ctx, Record{LocalType: "payment", Key: "site_payment_1", Payload: body}, "payment-1-create") }()
+	go func() {
+		first <- c.Create(ctx, Record{LocalType: "payment", Key: "site_payment_1", Payload: body}, "payment-1-create")
+	}()
 	require.Eventually(t, func() bool { return p.Requests().Faults[sandbox.FaultHang] == 1 }, 2*time.Second, 5*time.Millisecond)
 
 	second := c.Create(ctx, Record{LocalType: "payment", Key: "site_payment_1", Payload: body}, "payment-1-create")
