@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,5 +212,58 @@ func TestSalesforcePresetMakesOneAccountPerRecordThroughFaults(t *testing.T) {
 		w := newPresetWorld(t, db, "salesforce", salesforceYAML, fake, clk, faultMix)
 		w.sendAll("account", 500, account)
 		w.requireOneObjectEach(500, func(key string) int { return fake.CountByField("Account", "Syncdesk_Key__c", key) })
+	})
+}
+
+// Salesforce's access token expires while a backlog is being sent: the 401s
+// that follow (INVALID_SESSION_ID) make one refresh, shared by every
+// worker, no link fails, and no token reaches an attempt row or the log.
+func TestSalesforceTokenExpiringMidRunIsRefreshedOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := clock.NewFake(epoch)
+		fake := salesforceFake(t, clk)
+		tokens := map[string]bool{}
+		var mu sync.Mutex
+		seen := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+				mu.Lock()
+				tokens[tok] = true
+				mu.Unlock()
+			}
+			fake.ServeHTTP(rw, r)
+		})
+		w := newPresetWorld(t, db, "salesforce", salesforceYAML, seen, clk, faults.Options{})
+		w.sendAll("account", 100, account)
+		require.Equal(t, 1, fake.TokenRequests())
+
+		fake.ExpireTokens()
+		w.sendAll("account", 200, func(i int) string { return fmt.Sprintf(`{"Name":"Acme %d (renamed)"}`, i) })
+		require.Equal(t, 2, fake.TokenRequests(), "one refresh, however many workers saw the 401")
+
+		var links []models.Link
+		require.NoError(t, db.Find(&links).Error)
+		require.Len(t, links, 200)
+		for _, l := range links {
+			require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		}
+		var refused int64
+		require.NoError(t, db.Model(&models.Attempt{}).Where("http_code = 401").Count(&refused).Error)
+		require.Positive(t, refused, "the expired token was refused")
+
+		var attempts []models.Attempt
+		require.NoError(t, db.Find(&attempts).Error)
+		require.Len(t, tokens, 2)
+		for tok := range tokens {
+			for _, a := range attempts {
+				for _, s := range []string{a.RequestExcerpt, a.ResponseExcerpt, a.Error} {
+					require.NotContains(t, s, tok, "attempt %d", a.ID)
+				}
+			}
+			for _, l := range links {
+				require.NotContains(t, l.LastError, tok)
+			}
+			require.NotContains(t, w.log.String(), tok)
+		}
+		require.NotContains(t, w.log.String(), "sf-secret-Q4v9xT2mLp")
 	})
 }
