@@ -78,7 +78,7 @@ func BenchmarkRender(b *testing.B) {
 			v := Vars{Key: "sd-customer-12345", LocalID: "12345", LocalType: "customer"}
 			b.ReportAllocs()
 			b.ResetTimer()
-			for i := range b.N {
+			for range b.N {
 				body, err := m.Render(payload, v)
 				if err != nil {
 					b.Fatal(err)
@@ -86,7 +86,6 @@ func BenchmarkRender(b *testing.B) {
 				if _, err := c.encode(body); err != nil {
 					b.Fatal(err)
 				}
-				_ = i
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/record")
 		})

@@ -253,3 +253,34 @@ func TestBudgetStopsSlowSteps(t *testing.T) {
 	require.Equal(t, "longer than 1s", b.spent)
 	require.ErrorIs(t, b.Err(), ErrRunaway)
 }
+
+// TestBudgetLeavesRoomForRealMappings counts the steps of a heavy but sound
+// mapping: line items of a large order, summed and reshaped. It must use a
+// small part of the budget, or sound records would be stopped.
+func TestBudgetLeavesRoomForRealMappings(t *testing.T) {
+	m, err := Compile(map[string]string{
+		"lines":  `.items | map({price: .price_id, quantity: .qty})`,
+		"amount": `[.items[] | .qty * .unit] | add`,
+		"name":   `.first + " " + .last | ascii_downcase`,
+	}, "")
+	require.NoError(t, err)
+	payload := []byte(`{"first":"Ana","last":"López","items":[`)
+	for i := range 1000 {
+		if i > 0 {
+			payload = append(payload, ',')
+		}
+		payload = fmt.Appendf(payload, `{"price_id":"price_%d","qty":%d,"unit":250}`, i, i%7+1)
+	}
+	payload = append(payload, "]}"...)
+	doc, err := decodePayload(payload)
+	require.NoError(t, err)
+	_, err = m.run(doc, testVars)
+	require.NoError(t, err)
+
+	b := newBudget()
+	iter := m.code.RunWithContext(b, doc, "k", "", "", "", end)
+	for _, ok := iter.Next(); ok; _, ok = iter.Next() {
+	}
+	require.Less(t, b.steps, MaxSteps/10, "a 1000-line order must take under a tenth of the budget")
+	t.Logf("a 1000-line order took %d steps of %d", b.steps, MaxSteps)
+}
