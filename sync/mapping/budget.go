@@ -17,8 +17,8 @@ import (
 const (
 	// MaxSteps is how many steps of gojq's machine one Render may take:
 	// about 15 ms of work here (150 ms under -race). A field that renames
-	// or nests takes under ten, one that maps a list of 100 items under
-	// two thousand.
+	// or nests takes under ten steps; reshaping and summing the lines of a
+	// 1,000-line order takes about 25,000.
 	MaxSteps = 1_000_000
 	// Timeout is how long one Render may take, however few its steps.
 	Timeout = time.Second

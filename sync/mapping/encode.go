@@ -13,7 +13,7 @@ import (
 )
 
 // JSON encodes a rendered body as compact JSON with sorted keys; integers,
-// large ones included, are written exactly.
+// large ones included, are written exactly, and NaN as null, as jq does.
 func JSON(body any) (out []byte, err error) {
 	if _, ok := body.(map[string]any); !ok {
 		return nil, notObject(body)

@@ -64,6 +64,9 @@ func TestRender(t *testing.T) {
 			payload: `{"price":19.99}`, want: `{"amount":1999}`},
 		{name: "functions", fields: map[string]string{"email": ".email | ascii_downcase"},
 			payload: `{"email":"Ana@Example.COM"}`, want: `{"email":"ana@example.com"}`},
+		{name: "expressions with their own defs and labels",
+			fields:  map[string]string{"a": `def twice(f): f * 2; twice(.n)`, "b": `label $out | (.n, 99) | ., break $out`, "c": `[.n, .n] | map(. + 1)`},
+			payload: `{"n":5}`, want: `{"a":10,"b":5,"c":[6,6]}`},
 		{name: "whole body expression", expr: `{email, metadata: {syncdesk_key: $key}} + (if .vip then {tier: "gold"} else {} end)`,
 			payload: `{"email":"ana@example.com","vip":true}`,
 			want:    `{"email":"ana@example.com","metadata":{"syncdesk_key":"sd-customer-42"},"tier":"gold"}`},
@@ -139,6 +142,12 @@ func TestRenderErrors(t *testing.T) {
 			`body.amount: the expression failed: cannot subtract: string ("12") and number (1)`},
 		{"fails after a first value", map[string]string{"a": `1, error("boom")`}, "", `{}`,
 			"body.a: the expression failed: error: boom"},
+		{"the target in the middle yields nothing", map[string]string{"a": "1", "b": "empty", "c": "3"}, "", `{}`,
+			"body.b: the expression yields no value"},
+		{"the target in the middle fails", map[string]string{"a": "1", "b": ".x - 1", "c": "3"}, "", `{"x":"s"}`,
+			"body.b: the expression failed: cannot subtract"},
+		{"the target in the middle yields two", map[string]string{"a": "1", "b": "2, 3", "c": "4"}, "", `{}`,
+			"body.b: the expression yields more than one value"},
 		{"halt", map[string]string{"a": "halt"}, "", `{}`, "body.a: the expression stopped with halt"},
 		{"whole body not an object", nil, `.email`, `{"email":"x"}`,
 			"body: the expression yields string, not the object a body is"},
@@ -243,4 +252,35 @@ func TestBudgetStopsSlowSteps(t *testing.T) {
 	require.Equal(t, (<-chan struct{})(closed), b.Done())
 	require.Equal(t, "longer than 1s", b.spent)
 	require.ErrorIs(t, b.Err(), ErrRunaway)
+}
+
+// TestBudgetLeavesRoomForRealMappings counts the steps of a heavy but sound
+// mapping: line items of a large order, summed and reshaped. It must use a
+// small part of the budget, or sound records would be stopped.
+func TestBudgetLeavesRoomForRealMappings(t *testing.T) {
+	m, err := Compile(map[string]string{
+		"lines":  `.items | map({price: .price_id, quantity: .qty})`,
+		"amount": `[.items[] | .qty * .unit] | add`,
+		"name":   `.first + " " + .last | ascii_downcase`,
+	}, "")
+	require.NoError(t, err)
+	payload := []byte(`{"first":"Ana","last":"López","items":[`)
+	for i := range 1000 {
+		if i > 0 {
+			payload = append(payload, ',')
+		}
+		payload = fmt.Appendf(payload, `{"price_id":"price_%d","qty":%d,"unit":250}`, i, i%7+1)
+	}
+	payload = append(payload, "]}"...)
+	doc, err := decodePayload(payload)
+	require.NoError(t, err)
+	_, err = m.run(doc, testVars)
+	require.NoError(t, err)
+
+	b := newBudget()
+	iter := m.code.RunWithContext(b, doc, "k", "", "", "", end)
+	for _, ok := iter.Next(); ok; _, ok = iter.Next() {
+	}
+	require.Less(t, b.steps, MaxSteps/10, "a 1000-line order must take under a tenth of the budget")
+	t.Logf("a 1000-line order took %d steps of %d", b.steps, MaxSteps)
 }

@@ -33,16 +33,19 @@ func decodePayload(payload []byte) (map[string]any, error) {
 	return doc, nil
 }
 
-// normalize replaces every json.Number in v, in place.
+// normalize replaces every json.Number in v, in place, and returns v
+// with them replaced.
 func normalize(v any) any {
 	switch x := v.(type) {
 	case json.Number:
 		return number(string(x))
 	case map[string]any:
 		for k, e := range x {
-			switch e.(type) {
-			case json.Number, map[string]any, []any:
-				x[k] = normalize(e)
+			switch e := e.(type) {
+			case json.Number:
+				x[k] = number(string(e))
+			case map[string]any, []any:
+				normalize(e) // changed in place: no need to store it again
 			}
 		}
 	case []any:
