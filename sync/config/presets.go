@@ -47,7 +47,7 @@ func expandPresets(doc *yaml.Node) error {
 	for i := 0; i+1 < len(services.Content); i += 2 {
 		name, svc := services.Content[i].Value, services.Content[i+1]
 		p := member(svc, "preset")
-		if p == nil {
+		if p == nil || p.Value == "" {
 			continue
 		}
 		expanded, err := expandService(name, p.Value, svc)
