@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,32 @@ func TestEveryShippedPresetIsReadable(t *testing.T) {
 		require.NotEmpty(t, svc.Objects, p)
 		require.NotEmpty(t, svc.Provider, p)
 	}
+}
+
+// README's example of each preset loads as it stands.
+func TestREADMEPresetExamplesLoad(t *testing.T) {
+	body, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(body), "## Real providers")
+	require.True(t, ok)
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, v := range []string{"STRIPE_SECRET_KEY", "HUBSPOT_TOKEN", "SF_CLIENT_ID", "SF_CLIENT_SECRET"} {
+		t.Setenv(v, "set-for-the-test")
+	}
+	n := 0
+	for _, block := range strings.Split(section, "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		if !strings.HasPrefix(block, "services:") {
+			continue
+		}
+		n++
+		cfg, err := Load(writeFile(t, block), Overrides{})
+		require.NoError(t, err, block)
+		for name, svc := range cfg.Services {
+			for typ := range svc.Objects {
+				require.True(t, svc.Guarantee(typ).Safe, "%s.%s", name, typ)
+			}
+		}
+	}
+	require.Equal(t, 3, n, "an example per preset")
 }
