@@ -61,6 +61,8 @@ var malformed = []step{
 	{method: "POST", path: "/v1/customers", form: []string{"no_such_param", "1"}},
 	{method: "POST", path: "/v1/customers", form: []string{"balance", "lots"}},
 	{method: "POST", path: "/v1/customers", form: []string{"metadata", "not-a-hash"}},
+	{method: "POST", path: "/v1/customers", form: []string{"metadata[a][b]", "nested"}},
+	{method: "POST", path: "/v1/customers", form: []string{"tax_exempt", "sometimes"}},
 	{method: "POST", path: "/v1/customers/{cus}", form: []string{"no_such_param", "1"}},
 	{method: "POST", path: "/v1/payment_intents", form: []string{"currency", "usd"}},
 	{method: "POST", path: "/v1/payment_intents", form: []string{"amount", "2000"}},
@@ -127,6 +129,9 @@ func TestFakeAnswersWhatStripeMockAccepts(t *testing.T) {
 		a := c.send(req)
 		require.Equal(t, http.StatusBadRequest, a.status, "%s refuses a JSON body", c.base)
 		require.Equal(t, "invalid_request_error", a.errField("type"))
+		req, _ = http.NewRequest(http.MethodPost, c.base+"/v1/customers", strings.NewReader("email=a@example.com"))
+		req.Header.Set("Authorization", "Bearer "+c.key)
+		require.Equal(t, http.StatusBadRequest, c.send(req).status, "%s refuses a body of no Content-Type", c.base)
 		c.key = ""
 		require.Equal(t, http.StatusUnauthorized, c.do(http.MethodGet, "/v1/customers", nil).status, "%s wants a key", c.base)
 	}

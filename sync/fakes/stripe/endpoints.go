@@ -1,20 +1,8 @@
 package stripe
 
 import (
-	"context"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 )
-
-type apiKeyCtx struct{}
-
-func withAPIKey(ctx context.Context, key string) context.Context {
-	return context.WithValue(ctx, apiKeyCtx{}, key)
-}
-
-func apiKeyOf(ctx context.Context) string { s, _ := ctx.Value(apiKeyCtx{}).(string); return s }
 
 // create makes a new object (POST /v1/{path}).
 func (s *Server) create(r *http.Request, res *resource, p params) (any, *apiError) {
@@ -192,76 +180,6 @@ func inRange(v any, bounds map[string]any) bool {
 		}
 	}
 	return true
-}
-
-// searchParams are what a search takes (https://docs.stripe.com/api/pagination/search).
-var searchParams = fields{"query": {}, "limit": {kind: kInt}, "page": {}, "expand": expand}
-
-// search answers GET /v1/{path}/search over the objects as the index has
-// them, which trails writes by SearchLag: {"object": "search_result",
-// "url", "has_more", "next_page", "data"}; expand[]=total_count adds
-// total_count.
-func (s *Server) search(_ *http.Request, res *resource, p params) (any, *apiError) {
-	v, err := check(p, searchParams, "")
-	if err != nil {
-		return nil, err
-	}
-	qs, ok := v["query"].(string)
-	if !ok {
-		return nil, missingParam("query")
-	}
-	q, qerr := parseQuery(qs, res.search, res.object)
-	if qerr != nil {
-		return nil, invalidParam("query", "", "Invalid search query: %v.", qerr)
-	}
-	limit, err := limitOf(v)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.tables[res]
-	from := len(t.order) - 1
-	if token, given := v["page"].(string); given {
-		seq, ok := pageSeq(token)
-		if !ok {
-			return nil, invalidParam("page", "", "Invalid page: %q is not a next_page value this search returned.", token)
-		}
-		from = t.before(seq)
-	}
-	now := s.now()
-	hit := func(rec *record) map[string]any {
-		if obj := rec.indexed(now, s.opts.SearchLag); obj != nil && q.matches(obj) {
-			return obj
-		}
-		return nil
-	}
-	pg := t.walk(from, -1, limit, hit)
-	out := map[string]any{"object": "search_result", "url": "/v1/" + res.path + "/search",
-		"has_more": pg.hasMore, "next_page": nil, "data": copies(pg.items)}
-	if pg.hasMore {
-		out["next_page"] = "page_" + strconv.FormatInt(pg.lastSeq, 36)
-	}
-	if l, _ := v["expand"].([]string); slices.Contains(l, "total_count") {
-		out["total_count"] = len(t.walk(len(t.order)-1, -1, len(t.order), hit).items)
-	}
-	return out, nil
-}
-
-// pageSeq reads a next_page token.
-func pageSeq(token string) (int64, bool) {
-	rest, ok := strings.CutPrefix(token, "page_")
-	n, err := strconv.ParseInt(rest, 36, 64)
-	return n, ok && err == nil
-}
-
-// before is the position of the newest object older than seq, or -1.
-func (t *table) before(seq int64) int {
-	i := len(t.order) - 1
-	for i >= 0 && t.order[i].seq >= seq {
-		i--
-	}
-	return i
 }
 
 // copies deep-copies a page's objects, so an answer is never the store.

@@ -31,8 +31,11 @@ func readForm(r *http.Request) (params, string, *apiError) {
 		if err := r.ParseForm(); err != nil {
 			return nil, "", invalidRequest("Invalid request: the body could not be read as a form (%v).", err)
 		}
-		if ct := r.Header.Get("Content-Type"); ct != "" || len(r.PostForm) > 0 {
+		if ct := r.Header.Get("Content-Type"); ct != "" || r.ContentLength != 0 {
 			if mt, _, _ := mime.ParseMediaType(ct); mt != "application/x-www-form-urlencoded" {
+				if ct == "" {
+					ct = "(none)"
+				}
 				return nil, "", invalidRequest("Invalid request: unsupported Content-Type %s. Send parameters form-encoded (application/x-www-form-urlencoded).", ct)
 			}
 		}

@@ -94,7 +94,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, authError(key))
 		return
 	}
-	s.mux.ServeHTTP(w, r.WithContext(withAPIKey(r.Context(), key)))
+	s.mux.ServeHTTP(w, r)
 }
 
 // authenticate reads the API key: "Provide your API key as the basic auth
@@ -138,7 +138,8 @@ func (s *Server) write(res *resource, fn endpoint) http.Handler {
 		if k := r.Header.Get("Idempotency-Key"); k != "" {
 			w.Header().Set("Idempotency-Key", k)
 		}
-		s.idempotent(w, r, apiKeyOf(r.Context()), canonical, func() (int, []byte, bool) {
+		apiKey, _ := s.authenticate(r) // ServeHTTP let it in; keys belong to it
+		s.idempotent(w, r, apiKey, canonical, func() (int, []byte, bool) {
 			out, err := fn(r, res, p)
 			if err != nil {
 				return err.status, mustJSON(err.body()), !err.validation
