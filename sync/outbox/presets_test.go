@@ -25,6 +25,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/fakes/faults"
 	"github.com/syncdesk/syncdesk/sync/fakes/hubspot"
 	"github.com/syncdesk/syncdesk/sync/fakes/salesforce"
+	"github.com/syncdesk/syncdesk/sync/fakes/stripe"
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
@@ -266,4 +267,65 @@ func TestSalesforceTokenExpiringMidRunIsRefreshedOnce(t *testing.T) {
 		}
 		require.NotContains(t, w.log.String(), "sf-secret-Q4v9xT2mLp")
 	})
+}
+
+const stripeYAML = `    preset: stripe
+    headers: {Authorization: "Bearer sk_test_syncdesk"}
+    objects:
+      customer: {}
+      payment: {remote: payment_intent}
+`
+
+// Stripe replays a key's first answer for 24 hours and its search lags by a
+// minute: a lost create is sent again with its key, never searched for, and
+// the replay names the one object made.
+func TestStripePresetMakesOneObjectPerRecordThroughFaults(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := clock.NewFake(epoch)
+		fake := stripe.New(stripe.Options{Now: clk.Now})
+		w := newPresetWorld(t, db, "stripe", stripeYAML, fake, clk, faultMix)
+		for i := 1; i <= 250; i++ {
+			_, err := w.eng.Upsert(context.Background(), "customer", fmt.Sprint(i), []byte(customer(i)))
+			require.NoError(t, err)
+			_, err = w.eng.Upsert(context.Background(), "payment", fmt.Sprint(i), []byte(fmt.Sprintf(`{"amount":%d,"currency":"eur"}`, 100+i)))
+			require.NoError(t, err)
+		}
+		w.settle()
+		w.requireOneObjectEach(500, func(key string) int {
+			typ := stripe.Customer
+			if strings.HasPrefix(key, "payment") {
+				typ = stripe.PaymentIntent
+			}
+			return fake.CountByMetadata(typ, "syncdesk_key", key)
+		})
+		require.Positive(t, fake.Replays(), "lost creates were answered by replays")
+		require.Zero(t, fake.Requests()["GET /v1/customers/search"]+fake.Requests()["GET /v1/payment_intents/search"],
+			"no search right after an unknown outcome: the key covers it")
+	})
+}
+
+// Past the key's 24 hours Stripe has forgotten it: a link whose create is
+// older is looked up by search first, and adopts what it finds.
+func TestStripeCreateOlderThanTheKeyWindowIsSearchedFirst(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := clock.NewFake(epoch)
+		fake := stripe.New(stripe.Options{Now: clk.Now})
+		w := newPresetWorld(t, db, "stripe", stripeYAML, fake, clk, faults.Options{})
+		w.faults.Script(faults.Lost)
+		_, err := w.eng.Upsert(context.Background(), "customer", "1", []byte(customer(1)))
+		require.NoError(t, err)
+		require.NoError(t, w.eng.Drain(context.Background()))
+		require.True(t, w.link("customer", "1").NeedsLookup)
+
+		clk.Advance(25 * time.Hour) // the key is forgotten; search has long caught up
+		w.settle()
+		l := w.link("customer", "1")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.Equal(t, 1, fake.CountByMetadata(stripe.Customer, "syncdesk_key", l.ExternalKey))
+		require.Equal(t, 1, fake.Requests()["GET /v1/customers/search"])
+	})
+}
+
+func customer(i int) string {
+	return fmt.Sprintf(`{"email":"person%d@example.com","name":"Ada %d"}`, i, i)
 }
