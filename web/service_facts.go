@@ -22,7 +22,7 @@ import (
 // the environment is only asked whether a variable holds something.
 func describeService(name string, svc config.Service) views.ServiceCard {
 	card := views.ServiceCard{Name: name, Kind: kindWords(svc), BaseURL: displayURL(svc.BaseURL),
-		Idempotency: idempotencyWords(svc), Timeout: shortDuration(svc.Timeout), Retry: retryWords(svc.Retry),
+		Timeout: shortDuration(svc.Timeout), Retry: retryWords(svc.Retry),
 		Auth: authWords(svc.Auth), RateLimit: rateWords(svc.RateLimit)}
 	for _, typ := range slices.Sorted(maps.Keys(svc.Objects)) {
 		o := svc.Objects[typ]
@@ -168,31 +168,6 @@ func operations(o config.Object) string {
 		ops = append(ops, "list")
 	}
 	return strings.Join(ops, ", ")
-}
-
-func idempotencyWords(svc config.Service) string {
-	var s string
-	if svc.IdempotencyHeader != "" {
-		s = "sends an Idempotency-Key in the " + svc.IdempotencyHeader + " header on creates"
-	} else {
-		s = "ignores Idempotency-Key"
-	}
-	switch {
-	case svc.LookupBeforeCreate:
-		s += "; looks the object up by its key before every create"
-	case canLookup(svc):
-		s += "; after an attempt with an unknown outcome, looks the object up by its key before creating again"
-	}
-	return s
-}
-
-func canLookup(svc config.Service) bool {
-	for _, o := range svc.Objects {
-		if o.Lookup != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // retryWords says the retry policy: "up to 6 attempts, backing off from 2s to 15m".

@@ -106,7 +106,7 @@ func TestServicesPageDescribesServicesWithoutSecrets(t *testing.T) {
 		for _, want := range []string{
 			`data-testid="service-crm"`, `data-testid="service-payments"`,
 			"HTTP", "deal", "create, update, look up",
-			"ignores Idempotency-Key", "sends an Idempotency-Key in the Idempotency-Key header",
+			"lookup by key after an unknown outcome, before any new create", "idempotency key (Idempotency-Key)",
 			"up to 3 attempts, backing off from 1s to 1m", "up to 6 attempts, backing off from 2s to 15m", "10s per call",
 			"set from $SYNCDESK_TEST_CRM_TOKEN", "not set: $SYNCDESK_TEST_NEVER_SET is empty", "set from $SYNCDESK_TEST_PAY_HOOK",
 			"Standard Webhooks", "Stripe signatures", "/hooks/payments", "https://pay.example.com/v1?… (query hidden)", "desk:xxxxx@",
@@ -346,7 +346,7 @@ func TestServicesPageWarnsOfDuplicateRisk(t *testing.T) {
 			require.Contains(t, warning, "syncdesk cannot tell whether a create it lost the answer to went through: "+
 				"configure an upsert, a lookup that sees new objects at once, or the provider's idempotency header.")
 			for id, words := range map[string]string{
-				"sms-contact":  "lookup by key before any re-create",
+				"sms-contact":  "lookup by key after an unknown outcome, before any new create",
 				"sms-lead":     "only a search that can lag: a lost answer may become a second object",
 				"sms-message":  "none: a lost answer may become a second object",
 				"mail-message": "idempotency key (Idempotency-Key)",

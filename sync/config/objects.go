@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -121,32 +122,45 @@ type Guarantee struct {
 }
 
 // Guarantee is the guard of the type routed to the service as localType.
+// Its words are the Services page's.
 func (s Service) Guarantee(localType string) Guarantee {
-	o := s.Objects[localType]
-	who := s.Provider
-	if who == "" {
-		who = "the provider"
+	g := s.guarantee(s.Objects[localType])
+	if s.LookupBeforeCreate && s.Objects[localType].Lookup != "" {
+		g.Words += "; every create looks the key up first"
 	}
+	return g
+}
+
+func (s Service) guarantee(o Object) Guarantee {
+	who := cmp.Or(s.Provider, "the provider")
 	strong := o.Lookup != "" && o.LookupConsistency != "eventual"
+	lookup := "a lookup by key"
+	if !strong {
+		lookup = "a search by key"
+	}
 	switch {
 	case o.Upsert != "":
 		return Guarantee{"upsert by external ID: a repeat updates the same object", true}
 	case s.IdempotencyHeader != "" && s.IdempotencyWindow > 0:
 		g := Guarantee{fmt.Sprintf("idempotency key, replayed by %s for %s", who, windowWords(s.IdempotencyWindow)), true}
 		if o.Lookup != "" {
-			g.Words += "; after that, a lookup by key"
+			g.Words += "; after that, " + lookup
 		}
 		return g
 	case s.IdempotencyHeader != "":
-		return Guarantee{"idempotency key (" + s.IdempotencyHeader + ")", true}
+		g := Guarantee{"idempotency key (" + s.IdempotencyHeader + ")", true}
+		if o.Lookup != "" {
+			g.Words += ", and " + lookup + " after an unknown outcome"
+		}
+		return g
 	case o.Conflict != nil:
 		g := Guarantee{fmt.Sprintf("unique property, %d adopted", o.Conflict.Status), true}
 		if strong {
-			g.Words = "read by unique property, then " + g.Words
+			g.Words += "; after an unknown outcome, read by that property first"
 		}
 		return g
 	case strong:
-		return Guarantee{"lookup by key before any re-create", true}
+		return Guarantee{"lookup by key after an unknown outcome, before any new create", true}
 	case o.Lookup != "":
 		return Guarantee{"only a search that can lag: a lost answer may become a second object", false}
 	}

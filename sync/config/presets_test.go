@@ -74,9 +74,9 @@ func TestEveryPresetSaysItsGuarantee(t *testing.T) {
 	cfg, err := loadPresets(t, presetFile)
 	require.NoError(t, err)
 	for _, tc := range []struct{ svc, typ, words string }{
-		{"stripe", "customer", "idempotency key, replayed by Stripe for 24 h; after that, a lookup by key"},
-		{"stripe", "payment", "idempotency key, replayed by Stripe for 24 h; after that, a lookup by key"},
-		{"hubspot", "contact", "read by unique property, then unique property, 409 adopted"},
+		{"stripe", "customer", "idempotency key, replayed by Stripe for 24 h; after that, a search by key"},
+		{"stripe", "payment", "idempotency key, replayed by Stripe for 24 h; after that, a search by key"},
+		{"hubspot", "contact", "unique property, 409 adopted; after an unknown outcome, read by that property first"},
 		{"salesforce", "account", "upsert by external ID: a repeat updates the same object"},
 	} {
 		g := cfg.Services[tc.svc].Guarantee(tc.typ)
