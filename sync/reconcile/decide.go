@@ -156,6 +156,9 @@ func (t objectType) keyOf(localID string) string {
 // fields but our key and the provider's id (which the outbox sets itself).
 // Numbers compare by value: 10.50 and 10.5 are the same amount.
 func diffFields(payload, remote string, t objectType) []string {
+	if t.body != nil {
+		return mappedDiff(payload, remote, t)
+	}
 	var want, got map[string]any
 	if json.Unmarshal([]byte(payload), &want) != nil || json.Unmarshal([]byte(remote), &got) != nil {
 		return []string{"(unreadable JSON)"}

@@ -14,6 +14,7 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/mapping"
 )
 
 // listGroup is one list endpoint and the local types whose objects it
@@ -30,6 +31,9 @@ type objectType struct {
 	obj     config.Object
 	key     *regexp.Regexp // our external key template, with the local id captured
 	compare []string       // the configured compared fields; nil: the payload's top-level fields
+	// body is the object's body mapping, when it has one: the object is
+	// then compared with the body the record maps to (see mappedDiff).
+	body *mapping.Mapping
 }
 
 // listGroups returns a service's list endpoints with their types, sorted.
@@ -45,8 +49,11 @@ func listGroups(s Service) []listGroup {
 			g = &listGroup{endpoint: o.List}
 			byEndpoint[o.List] = g
 		}
-		g.types = append(g.types, objectType{name: name, obj: o, key: keyPattern(o.ExternalKey, name),
-			compare: s.Config.Reconcile.Compare[name]})
+		t := objectType{name: name, obj: o, key: keyPattern(o.ExternalKey, name), compare: s.Config.Reconcile.Compare[name]}
+		if !o.Body.IsZero() {
+			t.body, _ = mapping.Compile(o.Body.Fields, o.Body.Expr) // refused at start when it does not compile
+		}
+		g.types = append(g.types, t)
 	}
 	out := make([]listGroup, 0, len(byEndpoint))
 	for _, g := range byEndpoint {
@@ -130,7 +137,10 @@ func (g listGroup) classify(runID int64, item map[string]any) (models.Seen, bool
 // fields when configured, else every top-level field but the id.
 func remoteFields(item map[string]any, t objectType) string {
 	keep := make(map[string]any, len(item))
-	if t.compare != nil {
+	if t.body != nil {
+		maps.Copy(keep, item) // compared by body path, nested: see mappedDiff
+		delete(keep, t.obj.IDField)
+	} else if t.compare != nil {
 		for _, f := range t.compare {
 			if v, ok := item[f]; ok {
 				keep[f] = v
