@@ -86,16 +86,7 @@ func (w *presetWorld) sendAll(typ string, n int, payload func(i int) string) {
 
 func (w *presetWorld) settle() {
 	w.t.Helper()
-	for range 60 {
-		require.NoError(w.t, w.eng.Drain(context.Background()))
-		var waiting int64
-		require.NoError(w.t, w.db.Model(&models.Link{}).Where("status IN ?", []models.Status{models.StatusNew, models.StatusRetry}).Count(&waiting).Error)
-		if waiting == 0 {
-			return
-		}
-		w.clock.Advance(time.Minute)
-	}
-	w.t.Fatal("links still waiting after 60 rounds")
+	settle(w.t, w.db, w.eng, w.clock, time.Minute, 60)
 }
 
 // requireOneObjectEach checks the promise: every link success (or failed

@@ -98,16 +98,23 @@ func payment(id int) (string, string, string) {
 // until no link waits, or fails after rounds.
 func (e *env) settle(eng *Engine) {
 	e.t.Helper()
-	for range 40 {
-		require.NoError(e.t, eng.Drain(context.Background()))
+	settle(e.t, e.db, eng, e.clock, 16*time.Minute, 40)
+}
+
+// settle drains eng, moving clk on by step between rounds, until no link
+// waits; it fails the test after rounds.
+func settle(t *testing.T, db *gorm.DB, eng *Engine, clk *clock.Fake, step time.Duration, rounds int) {
+	t.Helper()
+	for range rounds {
+		require.NoError(t, eng.Drain(context.Background()))
 		var waiting int64
-		require.NoError(e.t, e.db.Model(&models.Link{}).Where("status IN ?", []models.Status{models.StatusNew, models.StatusRetry}).Count(&waiting).Error)
+		require.NoError(t, db.Model(&models.Link{}).Where("status IN ?", []models.Status{models.StatusNew, models.StatusRetry}).Count(&waiting).Error)
 		if waiting == 0 {
 			return
 		}
-		e.clock.Advance(16 * time.Minute)
+		clk.Advance(step)
 	}
-	e.t.Fatal("links still waiting after 40 rounds")
+	t.Fatalf("links still waiting after %d rounds", rounds)
 }
 
 func (e *env) link(typ, id, service string) models.Link {
