@@ -49,11 +49,13 @@ type RateState struct {
 	BlockedUntil time.Time
 }
 
-// RateSlot is a request's turn: when it may go, and the row after taking it.
-type RateSlot struct {
+// RateSlots are turns taken together: when each may go, and the row after
+// taking them.
+type RateSlots struct {
 	RateState
-	// Wait is how long after Now the request may go; 0 for at once.
-	Wait time.Duration
+	// Waits says, for each turn in order, how long after Now its request
+	// may go; 0 for at once.
+	Waits []time.Duration
 }
 
 // rateRow is what the statements return, in the database's units.
@@ -75,14 +77,20 @@ func (r rateRow) state() RateState {
 		LearnedWindow: seconds(r.LearnedWindow), BlockedUntil: unixTime(r.BlockedUntil)}
 }
 
-// slot is when the request that moved tat to r.TAT may go: no earlier than
-// burst/rate before tat, nor before a block ends.
-func (r rateRow) slot() RateSlot {
-	at := max(r.Now, r.BlockedUntil)
-	if r.Rate > 0 {
-		at = max(at, r.TAT-r.Burst/r.Rate)
+// slots are when the n requests that moved tat to r.TAT may go, as if
+// each had taken its turn alone: the i-th of n moved tat to
+// r.TAT - (n-i)/rate, and goes no earlier than burst/rate before that, nor
+// before a block ends.
+func (r rateRow) slots(n int) RateSlots {
+	out := RateSlots{RateState: r.state(), Waits: make([]time.Duration, n)}
+	for i := range n {
+		at := max(r.Now, r.BlockedUntil)
+		if r.Rate > 0 {
+			at = max(at, r.TAT-float64(n-1-i)/r.Rate-r.Burst/r.Rate)
+		}
+		out.Waits[i] = seconds(at - r.Now)
 	}
-	return RateSlot{RateState: r.state(), Wait: seconds(at - r.Now)}
+	return out
 }
 
 // ConfigureRateLimit gives service its row and the configured rate and
@@ -101,21 +109,23 @@ func ConfigureRateLimit(db *gorm.DB, service string, rate, burst float64) error 
 	return nil
 }
 
-// TakeRateSlot takes the next request's turn at service and says how long
-// it must wait. The one UPDATE is the whole decision: on Postgres the row
-// lock queues concurrent takers, on SQLite the write lock does, so no two
-// requests of any instances get the same turn. A service without a rate
-// takes nothing and waits only for a block. at is the time to use instead
-// of the database's clock (tests); zero for the database's. ErrNotFound
-// when the service has no row (ConfigureRateLimit makes it).
-func TakeRateSlot(db *gorm.DB, service string, at time.Time) (RateSlot, error) {
-	q := `UPDATE rate_limits SET tat = CASE WHEN rate > 0 THEN {max}(tat, {now}, blocked_until) + 1.0 / rate ELSE tat END
+// TakeRateSlots takes the next n turns to call service and says how long
+// each must wait: one instance's waiting requests share one statement, and
+// one connection. The one UPDATE is the whole decision: on Postgres the
+// row lock queues concurrent takers, on SQLite the write lock does, so no
+// two requests of any instances get the same turn. A service without a
+// rate takes nothing and waits only for a block. at is the time to use
+// instead of the database's clock (tests); zero for the database's.
+// ErrNotFound when the service has no row (ConfigureRateLimit makes it).
+func TakeRateSlots(db *gorm.DB, service string, n int, at time.Time) (RateSlots, error) {
+	n = max(n, 1)
+	q := `UPDATE rate_limits SET tat = CASE WHEN rate > 0 THEN {max}(tat, {now}, blocked_until) + CAST(@n AS DOUBLE PRECISION) / rate ELSE tat END
 		WHERE service = @service RETURNING ` + rateReturning
-	row, err := rateExec(db, q, service, at, nil)
+	row, err := rateExec(db, q, service, at, []any{sql.Named("n", n)})
 	if err != nil {
-		return RateSlot{}, fmt.Errorf("take a turn to call %s: %w", service, err)
+		return RateSlots{}, fmt.Errorf("take a turn to call %s: %w", service, err)
 	}
-	return row.slot(), nil
+	return row.slots(n), nil
 }
 
 // ReadRateLimit reads service's row without taking a turn.
@@ -168,16 +178,16 @@ func LearnRateLimit(db *gorm.DB, service string, l LearnedRate, at time.Time) (s
 
 // BlockRateLimit stops every instance from calling service for d from now
 // (Retry-After, a window with nothing remaining), unless a longer block
-// holds already, and returns when the block that holds ends. reason says
-// why, in words, for the services page.
-func BlockRateLimit(db *gorm.DB, service string, d time.Duration, reason string, at time.Time) (time.Time, error) {
+// holds already, and returns the row with the block that holds. reason
+// says why, in words, for the services page.
+func BlockRateLimit(db *gorm.DB, service string, d time.Duration, reason string, at time.Time) (RateState, error) {
 	q := `UPDATE rate_limits SET blocked_reason = CASE WHEN {now} + @for > blocked_until THEN @reason ELSE blocked_reason END,
 		blocked_until = {max}(blocked_until, {now} + @for) WHERE service = @service RETURNING ` + rateReturning
 	row, err := rateExec(db, q, service, at, []any{sql.Named("for", d.Seconds()), sql.Named("reason", reason)})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("hold the calls to %s: %w", service, err)
+		return RateState{}, fmt.Errorf("hold the calls to %s: %w", service, err)
 	}
-	return unixTime(row.BlockedUntil), nil
+	return row.state(), nil
 }
 
 // rateExec runs a statement returning one rateRow; ErrNotFound when it

@@ -18,10 +18,11 @@ var rateEpoch = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 // take takes one turn at a moment after rateEpoch and returns its wait.
 func take(t *testing.T, db *gorm.DB, after time.Duration) time.Duration {
 	t.Helper()
-	s, err := models.TakeRateSlot(db, "crm", rateEpoch.Add(after))
+	s, err := models.TakeRateSlots(db, "crm", 1, rateEpoch.Add(after))
 	require.NoError(t, err)
 	require.WithinDuration(t, rateEpoch.Add(after), s.Now, time.Microsecond, "the statement's clock is the one given")
-	return s.Wait
+	require.Len(t, s.Waits, 1)
+	return s.Waits[0]
 }
 
 // A bucket of 2 per second with a burst of 3: three turns at once, then one
@@ -52,18 +53,30 @@ func roundMS(ds []time.Duration) []time.Duration {
 	return out
 }
 
+// Turns taken together are the turns taken one by one.
+func TestTurnsTakenTogetherAreTheTurnsTakenAlone(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		require.NoError(t, models.ConfigureRateLimit(db, "crm", 2, 3))
+		s, err := models.TakeRateSlots(db, "crm", 5, rateEpoch)
+		require.NoError(t, err)
+		ms := time.Millisecond
+		require.Equal(t, []time.Duration{0, 0, 0, 500 * ms, 1000 * ms}, roundMS(s.Waits))
+		require.Equal(t, 1500*ms, take(t, db, 0).Round(ms), "and the next one after them")
+	})
+}
+
 // Without a rate, a turn costs nothing and waits only for a block; a block
 // holds every instance until it ends, and a shorter one never shortens it.
 func TestRateBlocksHoldUntilTheyEnd(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		require.NoError(t, models.ConfigureRateLimit(db, "crm", 0, 0))
 		require.Zero(t, take(t, db, 0))
-		until, err := models.BlockRateLimit(db, "crm", 30*time.Second, "429 Retry-After: 30", rateEpoch)
+		st, err := models.BlockRateLimit(db, "crm", 30*time.Second, "429 Retry-After: 30", rateEpoch)
 		require.NoError(t, err)
-		require.Equal(t, rateEpoch.Add(30*time.Second), until)
-		until, err = models.BlockRateLimit(db, "crm", 5*time.Second, "429 Retry-After: 5", rateEpoch.Add(time.Second))
+		require.Equal(t, rateEpoch.Add(30*time.Second), st.BlockedUntil)
+		st, err = models.BlockRateLimit(db, "crm", 5*time.Second, "429 Retry-After: 5", rateEpoch.Add(time.Second))
 		require.NoError(t, err)
-		require.Equal(t, rateEpoch.Add(30*time.Second), until, "the longer block holds")
+		require.Equal(t, rateEpoch.Add(30*time.Second), st.BlockedUntil, "the longer block holds")
 		require.Equal(t, 20*time.Second, take(t, db, 10*time.Second).Round(time.Millisecond))
 		require.Zero(t, take(t, db, 31*time.Second))
 		var row models.RateLimit
@@ -77,7 +90,7 @@ func TestRateBlocksHoldUntilTheyEnd(t *testing.T) {
 		require.Equal(t, []time.Duration{10000 * ms, 11000 * ms}, roundMS([]time.Duration{take(t, db, time.Minute), take(t, db, time.Minute)}),
 			"after a block the turns are spaced at the rate, not let through at once")
 
-		_, err = models.TakeRateSlot(db, "nobody", time.Time{})
+		_, err = models.TakeRateSlots(db, "nobody", 1, time.Time{})
 		require.ErrorIs(t, err, models.ErrNotFound)
 	})
 }
@@ -128,20 +141,21 @@ func TestLearningSeedsTheBucketWithWhatIsUsed(t *testing.T) {
 
 		require.NoError(t, models.ConfigureRateLimit(db, "pay", 10, 1))
 		for range 10 { // reserves a second ahead at 10/s
-			_, err := models.TakeRateSlot(db, "pay", rateEpoch)
+			_, err := models.TakeRateSlots(db, "pay", 1, rateEpoch)
 			require.NoError(t, err)
 		}
 		_, _, err = models.LearnRateLimit(db, "pay", models.LearnedRate{Limit: 10, Window: 10 * time.Second, Rate: 1, Burst: 1, Used: 2}, rateEpoch)
 		require.NoError(t, err)
-		s, err := models.TakeRateSlot(db, "pay", rateEpoch)
+		s, err := models.TakeRateSlots(db, "pay", 1, rateEpoch)
 		require.NoError(t, err)
-		require.Equal(t, 12*time.Second, s.Wait.Round(ms), "2 used and ~10 reserved, at 1/s")
+		require.Equal(t, 12*time.Second, s.Waits[0].Round(ms), "2 used and ~10 reserved, at 1/s")
 	})
 }
 
 // Dozens of takers on separate connections never share a turn: the turns
-// handed out are spaced by the rate, as one UPDATE … RETURNING per turn
-// guarantees and a read followed by a write would not.
+// handed out, one, two or three per statement, are spaced by the rate, as
+// one UPDATE … RETURNING guarantees and a read followed by a write would
+// not.
 func TestConcurrentTakersGetDistinctTurns(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		const rate, takers, each = 500.0, 32, 8
@@ -149,21 +163,23 @@ func TestConcurrentTakersGetDistinctTurns(t *testing.T) {
 		var mu sync.Mutex
 		var turns []time.Time
 		var wg sync.WaitGroup
-		for range takers {
+		for i := range takers {
 			wg.Go(func() {
 				for range each {
-					s, err := models.TakeRateSlot(db, "crm", time.Time{})
+					s, err := models.TakeRateSlots(db, "crm", 1+i%3, time.Time{})
 					if !assertNoErr(t, err) {
 						return
 					}
 					mu.Lock()
-					turns = append(turns, s.Now.Add(s.Wait))
+					for _, w := range s.Waits {
+						turns = append(turns, s.Now.Add(w))
+					}
 					mu.Unlock()
 				}
 			})
 		}
 		wg.Wait()
-		require.Len(t, turns, takers*each)
+		require.Len(t, turns, (takers/3*(1+2+3)+(1+2))*each, "one turn per request, some taken three at a time")
 		slices.SortFunc(turns, func(a, b time.Time) int { return a.Compare(b) })
 		gap := time.Duration(float64(time.Second) / rate)
 		for i := 1; i < len(turns); i++ {

@@ -10,9 +10,12 @@ import (
 
 // signal is what one answer says about the provider's limit.
 type signal struct {
-	// limit requests in any window of length window; 0 when not said.
+	// limit requests in any window of length window: of the policies
+	// said, the one allowing the fewest per second; 0 when none was.
 	limit  int64
 	window time.Duration
+	// rate and burst make the bucket that keeps under every policy said.
+	rate, burst float64
 	// remaining is how many more the provider allows in its current
 	// window; -1 when not said.
 	remaining int64
@@ -55,8 +58,8 @@ func parseSignal(res *http.Response, now time.Time) signal {
 	switch {
 	case h.Get("X-HubSpot-RateLimit-Max") != "" || h.Get("X-HubSpot-RateLimit-Remaining") != "":
 		s.source = "X-HubSpot-RateLimit"
-		s.limit = count(h.Get("X-HubSpot-RateLimit-Max"))
-		s.window = time.Duration(count(h.Get("X-HubSpot-RateLimit-Interval-Milliseconds"))) * time.Millisecond
+		ms := count(h.Get("X-HubSpot-RateLimit-Interval-Milliseconds"))
+		s.addPolicy(count(h.Get("X-HubSpot-RateLimit-Max")), time.Duration(min(ms, math.MaxInt32))*time.Millisecond)
 		s.remaining = remaining(h.Get("X-HubSpot-RateLimit-Remaining"))
 	case h.Get("RateLimit") != "" || h.Get("RateLimit-Policy") != "" || h.Get("RateLimit-Limit") != "":
 		s.source = "RateLimit"
@@ -69,27 +72,42 @@ func parseSignal(res *http.Response, now time.Time) signal {
 		return s
 	}
 	s.headers = true
-	if s.limit <= 0 || s.window <= 0 {
-		s.limit, s.window = 0, 0
-	}
 	return s
+}
+
+// maxPacedWindow is the longest window paced by a bucket. Longer ones are
+// quotas (a day's requests): paced, a burst of a tenth would then trickle
+// for the rest of the day. They are spent as fast as the shorter limits
+// allow, and their Remaining stops the calls when it runs out.
+const maxPacedWindow = time.Minute
+
+// addPolicy adds "q requests per window w" to what the answer says: the
+// bucket keeps the smaller rate and the smaller burst of all of them, so
+// it keeps under each.
+func (s *signal) addPolicy(q int64, w time.Duration) {
+	if q <= 0 || w <= 0 || w > maxPacedWindow {
+		return
+	}
+	r, b := windowBucket(q, w)
+	if s.rate == 0 || r < s.rate {
+		s.rate, s.limit, s.window = r, q, w
+	}
+	if s.burst == 0 || b < s.burst {
+		s.burst = b
+	}
 }
 
 // draft reads the IETF draft's fields, old and new. The old
 // RateLimit-Limit may carry its policies after the number
 // ("100, 100;w=60"); the new RateLimit-Policy names them
 // ("default";q=100;w=60) and RateLimit says what remains
-// ("default";r=50;t=30). Of several policies the one that allows the
-// fewest requests per second is kept.
+// ("default";r=50;t=30). Of several remaining counts the smallest holds.
 func (s *signal) draft(h http.Header, now time.Time) {
 	s.remaining = remaining(h.Get("RateLimit-Remaining"))
 	s.reset = resetIn(h.Get("RateLimit-Reset"), now)
 	for _, v := range []string{h.Get("RateLimit-Policy"), h.Get("RateLimit-Limit")} {
 		for _, p := range strings.Split(v, ",") {
-			q, w := policy(p)
-			if q > 0 && w > 0 && (s.limit == 0 || float64(q)/w.Seconds() < float64(s.limit)/s.window.Seconds()) {
-				s.limit, s.window = q, w
-			}
+			s.addPolicy(policy(p))
 		}
 	}
 	if v := h.Get("RateLimit"); v != "" {
@@ -111,11 +129,7 @@ func policy(item string) (int64, time.Duration) {
 	if q == "" {
 		q = params[""] // draft 06: the quota is the item itself
 	}
-	w := count(params["w"])
-	if w <= 0 || w > math.MaxInt32 {
-		return 0, 0
-	}
-	return count(q), time.Duration(w) * time.Second
+	return count(q), time.Duration(min(count(params["w"]), math.MaxInt32)) * time.Second
 }
 
 // sfParams splits a structured-field item ("x";a=1;b=2) into its

@@ -26,15 +26,16 @@ type windowProvider struct {
 	work    time.Duration // how long each request takes to answer
 	headers bool          // send the HubSpot headers
 
-	mu            sync.Mutex
-	hits          []time.Time // every accepted request, in order
-	refused       int
-	inFlight      int
-	maxInFlight   int
-	answered      bool
-	beforeAnswer  int // requests that arrived before the first answer
-	firstAnswerAt time.Time
-	script        []func(w http.ResponseWriter) bool // answers to give first, in order
+	mu           sync.Mutex
+	hits         []time.Time // every accepted request, in order
+	refused      int
+	inFlight     int
+	maxInFlight  int
+	answered     bool
+	beforeAnswer int                                // requests that arrived before the first answer
+	answeredOK   bool                               // a request was let through
+	maxBeforeOK  int                                // the most in flight before then
+	script       []func(w http.ResponseWriter) bool // answers to give first, in order
 }
 
 func newWindowProvider(t *testing.T, limit int, window time.Duration) (*windowProvider, string) {
@@ -52,14 +53,15 @@ func (p *windowProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.answered {
 		p.beforeAnswer++
 	}
+	if !p.answeredOK {
+		p.maxBeforeOK = max(p.maxBeforeOK, p.inFlight)
+	}
 	p.mu.Unlock()
 	time.Sleep(p.work)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.inFlight--
-	if !p.answered {
-		p.answered, p.firstAnswerAt = true, time.Now()
-	}
+	p.answered = true
 	if len(p.script) > 0 {
 		next := p.script[0]
 		p.script = p.script[1:]
@@ -79,6 +81,7 @@ func (p *windowProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.hits = append(p.hits, now)
+	p.answeredOK = true
 	p.setHeaders(w, p.limit-inWindow-1)
 	_, _ = fmt.Fprint(w, `{"id":"1"}`)
 }
@@ -101,14 +104,14 @@ func (p *windowProvider) countSince(since time.Time) int {
 	return n
 }
 
-// busiestWindow is the most requests accepted in any window of the
-// provider's length.
-func (p *windowProvider) busiestWindow() int {
+// busiest is the most requests accepted in any window of length d, both
+// ends included.
+func (p *windowProvider) busiest(d time.Duration) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	most, j := 0, 0
 	for i := range p.hits {
-		for p.hits[i].Sub(p.hits[j]) >= p.window {
+		for p.hits[i].Sub(p.hits[j]) > d {
 			j++
 		}
 		most = max(most, i-j+1)
@@ -116,12 +119,22 @@ func (p *windowProvider) busiestWindow() int {
 	return most
 }
 
-type providerCounts struct{ accepted, refused, maxInFlight, beforeAnswer int }
+// span is the time from the first accepted request to the last.
+func (p *windowProvider) span() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.hits) == 0 {
+		return 0
+	}
+	return p.hits[len(p.hits)-1].Sub(p.hits[0])
+}
+
+type providerCounts struct{ accepted, refused, maxInFlight, beforeAnswer, maxBeforeOK int }
 
 func (p *windowProvider) counts() providerCounts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return providerCounts{len(p.hits), p.refused, p.maxInFlight, p.beforeAnswer}
+	return providerCounts{len(p.hits), p.refused, p.maxInFlight, p.beforeAnswer, p.maxBeforeOK}
 }
 
 // answerOnce queues an answer for the next request; the function writes

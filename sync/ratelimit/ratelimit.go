@@ -84,6 +84,7 @@ type Limiter struct {
 
 	mu     sync.Mutex
 	shared sharedState
+	turns  turns
 }
 
 // New returns the limiter of service. It touches the database only at the

@@ -21,7 +21,7 @@ import (
 
 // instances opens n handles on one fresh, migrated database of the
 // dialect, each with its own connections, as n syncdesk instances would.
-func instances(t *testing.T, dialect string, n int) []*gorm.DB {
+func instances(t testing.TB, dialect string, n int) []*gorm.DB {
 	t.Helper()
 	var url string
 	if dialect == models.Postgres {

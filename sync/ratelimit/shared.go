@@ -17,10 +17,12 @@ import (
 type sharedState struct {
 	configured   bool // the row exists and holds this instance's configuration
 	row          models.RateState
-	readAt       time.Time // local clock
-	blockedUntil time.Time // local clock
-	local        *rate.Limiter
-	retryAt      time.Time // local clock: when to try the database again
+	read         bool          // row holds what the database said, not yet nothing
+	readAt       time.Time     // local clock
+	blockedUntil time.Time     // local clock
+	fallingBack  bool          // the database fails: local paces alone
+	local        *rate.Limiter // kept between failures, so a flapping database does not refill it
+	retryAt      time.Time     // local clock: when to try the database again
 }
 
 // delay takes the request's turn and says how long until it. A service
@@ -31,17 +33,19 @@ func (l *Limiter) delay(ctx context.Context) (time.Duration, error) {
 	l.mu.Lock()
 	s := &l.shared
 	switch {
-	case s.local != nil && now.Before(s.retryAt):
+	case s.fallingBack && now.Before(s.retryAt):
 		defer l.mu.Unlock()
 		return l.localDelay(now), nil
-	case s.local != nil:
+	case s.fallingBack:
 		// This request tries the database again; the others meanwhile
 		// keep to the local limiter instead of all waiting on it.
 		s.retryAt = now.Add(l.opts.RetryDB)
-	case s.configured && s.row.Rate == 0 && now.Sub(s.readAt) < l.opts.Refresh:
+	// Only a row read says there is no rate: between making the row and
+	// reading it, requests must not take the fast path.
+	case s.read && s.row.Rate == 0 && now.Sub(s.readAt) < l.opts.Refresh:
 		defer l.mu.Unlock()
 		return max(s.blockedUntil.Sub(now), 0), nil
-	case s.configured && s.row.Rate == 0:
+	case s.read && s.row.Rate == 0:
 		s.readAt = now // this request reads the row; the others go on
 		l.mu.Unlock()
 		return l.refresh(ctx, now)
@@ -50,16 +54,28 @@ func (l *Limiter) delay(ctx context.Context) (time.Duration, error) {
 	return l.take(ctx, now)
 }
 
-// take takes a turn from the shared row.
+// take takes a turn from the shared row. The requests waiting for one at
+// the same moment share a statement (turns.go): an instance then holds at
+// most one connection for its turns, however many senders wait, and a
+// rate above what one statement per request could serve still holds.
 func (l *Limiter) take(ctx context.Context, now time.Time) (time.Duration, error) {
-	slot, err := withRow(ctx, l, func(db *gorm.DB) (models.RateSlot, error) {
-		return models.TakeRateSlot(db, l.service, time.Time{})
-	})
-	if err != nil {
-		return l.dbFailed(ctx, err, now)
+	ch := make(chan turn, 1)
+	l.turns.mu.Lock()
+	l.turns.waiting = append(l.turns.waiting, ch)
+	if !l.turns.taking {
+		l.turns.taking = true
+		go l.takeTurns()
 	}
-	l.record(slot.RateState, now)
-	return slot.Wait, nil
+	l.turns.mu.Unlock()
+	select {
+	case t := <-ch:
+		if t.err != nil {
+			return l.dbFailed(ctx, t.err, now)
+		}
+		return t.wait, nil
+	case <-ctx.Done():
+		return 0, ctx.Err() // its turn, when it comes, is spent
+	}
 }
 
 // refresh reads the row of a service without a rate, and takes a turn
@@ -83,10 +99,10 @@ func (l *Limiter) refresh(ctx context.Context, now time.Time) (time.Duration, er
 // learn records a limit the provider told, for every instance.
 func (l *Limiter) learn(sig signal) {
 	now := l.opts.Clock.Now()
-	r, b := windowBucket(sig.limit, sig.window)
+	r, b := sig.rate, sig.burst
 	l.mu.Lock()
 	same := l.shared.row.LearnedLimit == sig.limit && l.shared.row.LearnedWindow == sig.window
-	if local := l.shared.local; local != nil {
+	if local := l.shared.local; l.shared.fallingBack {
 		// The database is failing: keep to the limit here, at least.
 		local.SetLimitAt(now, min(local.Limit(), rate.Limit(r)))
 		local.SetBurstAt(now, min(local.Burst(), int(b)))
@@ -111,7 +127,7 @@ func (l *Limiter) learn(sig signal) {
 	l.record(st.RateState, now)
 	if st.changed {
 		l.log.Info("rate limit learned from the provider's answers", "limit", sig.limit, "window", sig.window,
-			"headers", sig.source, "per_second", math.Round(st.Rate*100)/100, "burst", st.Burst)
+			"headers", sig.source, "pacing_per_second", math.Round(st.Rate*100)/100, "pacing_burst", st.Burst)
 	}
 }
 
@@ -145,15 +161,15 @@ func (l *Limiter) record(st models.RateState, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := &l.shared
-	s.row, s.readAt = st, now
+	s.row, s.read, s.readAt = st, true, now
 	if until := now.Add(st.BlockedUntil.Sub(st.Now)); st.BlockedUntil.After(st.Now) && until.After(s.blockedUntil) {
 		s.blockedUntil = until
 	}
 	if st.Rate > 0 {
 		l.known.Store(true)
 	}
-	if s.local != nil {
-		s.local = nil
+	if s.fallingBack {
+		s.fallingBack = false
 		l.log.Info("rate limit shared with the other instances again: the database answers")
 	}
 }
@@ -179,16 +195,20 @@ func (l *Limiter) dbFailed(ctx context.Context, err error, now time.Time) (time.
 	defer l.mu.Unlock()
 	s := &l.shared
 	s.retryAt = now.Add(l.opts.RetryDB)
-	if s.local == nil {
-		r, b := s.row.Rate, s.row.Burst
-		if r == 0 {
-			r, b = l.cfg.PerSecond, float64(l.cfg.BurstSize())
+	if !s.fallingBack {
+		s.fallingBack = true
+		r, b := rate.Inf, 1
+		if s.row.Rate > 0 {
+			r, b = rate.Limit(s.row.Rate), max(1, int(s.row.Burst))
+		} else if l.cfg.PerSecond > 0 {
+			r, b = rate.Limit(l.cfg.PerSecond), l.cfg.BurstSize()
 		}
-		s.local = rate.NewLimiter(rate.Inf, 1)
-		if r > 0 {
-			s.local = rate.NewLimiter(rate.Limit(r), max(1, int(b)))
+		if s.local == nil {
+			s.local = rate.NewLimiter(r, b)
 		}
-		l.log.Warn("rate limit kept by this instance alone: its database row cannot be used", "per_second", r, "error", err)
+		s.local.SetLimitAt(now, r)
+		s.local.SetBurstAt(now, b)
+		l.log.Warn("rate limit kept by this instance alone: its database row cannot be used", "per_second", float64(r), "error", err)
 	}
 	return l.localDelay(now), nil
 }

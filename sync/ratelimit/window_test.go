@@ -41,7 +41,7 @@ func TestBacklogAgainstARollingWindowGetsNo429(t *testing.T) {
 			require.Zero(t, c.refused)
 			require.Equal(t, jobs, c.accepted)
 			require.LessOrEqual(t, c.beforeAnswer, tc.instances, "requests before the first answer: one per instance")
-			busiest := p.busiestWindow()
+			busiest := p.busiest(window)
 			require.LessOrEqual(t, busiest, limit)
 			require.Contains(t, logs.String(), "rate limit learned from the provider's answers")
 			// The bucket allows 47 per window (4 at once, then 4.3/s): the
