@@ -17,7 +17,7 @@ import (
 type sharedState struct {
 	configured   bool // the row exists and holds this instance's configuration
 	row          models.RateState
-	read         bool          // row holds what the database said, not yet nothing
+	read         bool          // row was read from the database; its zero value says nothing
 	readAt       time.Time     // local clock
 	blockedUntil time.Time     // local clock
 	fallingBack  bool          // the database fails: local paces alone
