@@ -29,6 +29,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/logdedup"
 	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/ratelimit"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
@@ -265,7 +266,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	r.AddSecrets(cfg.Secrets()...) // after the demo's services are in cfg
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sendTo, listFrom := connectors(cfg, r)
+	sendTo, listFrom := connectors(cfg, r, db, log)
 	eng := outbox.New(db, sendTo, clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg, Redactor: r})
 	rec := reconcile.New(db, listFrom, clk, log, reconcile.Options{})
 	pauser := services.NewPauser(db, cfg.ServiceNames(), clk, log)
@@ -351,7 +352,9 @@ func (c *cli) printStart(cfg config.Config, db *gorm.DB, addr string, log *slog.
 
 // connectors builds one HTTP connector per configured service, shared by
 // the outbox (which sends) and reconciliation (which lists).
-func connectors(cfg config.Config, r *redact.Redactor) ([]outbox.Service, []reconcile.Service) {
+// Each paces its calls through the service's rate limiter, shared through
+// the database with every instance.
+func connectors(cfg config.Config, r *redact.Redactor, db *gorm.DB, log *slog.Logger) ([]outbox.Service, []reconcile.Service) {
 	var send []outbox.Service
 	var list []reconcile.Service
 	for _, name := range cfg.ServiceNames() {
@@ -359,7 +362,8 @@ func connectors(cfg config.Config, r *redact.Redactor) ([]outbox.Service, []reco
 		if len(svc.Objects) == 0 {
 			continue // webhooks only
 		}
-		conn := connector.NewHTTP(name, svc, r, nil)
+		gate := ratelimit.New(db, name, svc.RateLimit, ratelimit.Options{Logger: log, MaxBlock: svc.Retry.Max})
+		conn := connector.NewHTTP(name, svc, r, nil).WithGate(gate)
 		send = append(send, outbox.Service{Name: name, Config: svc, Conn: conn})
 		list = append(list, reconcile.Service{Name: name, Config: svc, Conn: conn})
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/syncdesk/syncdesk/sync/connector"
 )
 
 // signal is what one answer says about the provider's limit.
@@ -49,7 +51,7 @@ func parseSignal(res *http.Response, now time.Time) signal {
 	h := res.Header
 	s := signal{remaining: -1}
 	if ra := h.Get("Retry-After"); ra != "" && (res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable) {
-		s.retryAfter, s.throttled = retryAfter(ra, now), true
+		s.retryAfter, s.throttled = connector.RetryAfter(ra, now, math.MaxInt64), true // capped later (Options.MaxBlock)
 		s.headers, s.source = true, "Retry-After"
 	}
 	if res.StatusCode == http.StatusTooManyRequests {
@@ -186,20 +188,4 @@ func resetIn(v string, now time.Time) time.Duration {
 		d = time.Duration(f * float64(time.Second))
 	}
 	return max(d, 0)
-}
-
-// retryAfter reads a Retry-After in seconds or as an HTTP date; 0 when
-// unreadable or past. Blocks are capped later (Options.MaxBlock).
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		return time.Duration(min(secs, math.MaxInt64/int64(time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
 }

@@ -27,7 +27,7 @@ func TestAMappedObjectIsComparedWithItsBody(t *testing.T) {
 		`{"properties":{"email":"a@example.com","amount":"19.90","syncdesk_key":"contact_1","phone":null}}`: nil,
 		`{"properties":{"email":"b@example.com","amount":"19.90","syncdesk_key":"contact_1","phone":null}}`: {"properties.email"},
 		`{"properties":{"email":"a@example.com","amount":"20","syncdesk_key":"other","phone":"+1"}}`:        {"properties.amount", "properties.phone"},
-		`{"properties":{"syncdesk_key":"contact_1"}}`: nil, // the listing brought no other property: nothing to compare
+		`{"properties":{"syncdesk_key":"contact_1"}}`:                                                       nil, // the listing brought no other property: nothing to compare
 	} {
 		require.Equal(t, want, diffFields(payload, remote, hub), remote)
 	}
