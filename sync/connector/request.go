@@ -41,9 +41,17 @@ func prepare(name, typ string, o config.Object) object {
 		}
 	}
 	var err error
-	if !o.Body.IsZero() {
+	switch {
+	case !o.Body.IsZero():
 		if p.body, err = mapping.Compile(o.Body.Fields, o.Body.Expr); err != nil {
 			fail("body", err)
+		}
+	case o.Encoding == "form":
+		// The payload as it is, with our key at key_field, form-encoded:
+		// the default body through the mapping, which encodes forms.
+		path, _ := json.Marshal(strings.Split(o.KeyField, "."))
+		if p.body, err = mapping.Compile(nil, ". | setpath("+string(path)+"; $key)"); err != nil {
+			fail("key_field", err)
 		}
 	}
 	if o.LookupBody != "" {

@@ -232,3 +232,15 @@ func TestFillLeavesOutEmptyPlaceholdersAndEncodesTheQuery(t *testing.T) {
 		require.Equal(t, want, fill(tmpl, map[string]string{"cursor": "", "external_key": "a&b"}), tmpl)
 	}
 }
+
+// Without a body mapping a form-encoded object sends the payload as it is,
+// with our key at key_field, in form encoding like the rest.
+func TestAFormBodyWithoutAMappingIsThePayloadWithTheKey(t *testing.T) {
+	p, base := serve(t, func(*http.Request, string) (int, string) { return 200, `{"id":"cus_1"}` })
+	c := NewHTTP("stripe", provider(base, config.Object{Encoding: "form", IDField: "id", KeyField: "metadata.syncdesk_key",
+		Create: "POST /v1/customers", Update: "POST /v1/customers/{external_id}"}), redact.New(nil), nil)
+	call := c.Create(context.Background(), rec(`{"email":"a@example.com","balance":12345678901234567890}`), "k")
+	require.Equal(t, OK, call.Class, call.Error)
+	_, body := p.last()
+	require.Equal(t, "balance=12345678901234567890&email=a%40example.com&metadata[syncdesk_key]=customer_7", body)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/ratelimit"
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 )
@@ -103,7 +104,10 @@ func benchSync(b *testing.B, db *gorm.DB, latency time.Duration, inproc bool) {
 	if inproc {
 		transport = inprocTransport{crm}
 	}
-	svc.Conn = connector.NewHTTP(svc.Name, svc.Config, redact.New(nil), transport)
+	// Paced as main wires it: through the service's rate limiter, which
+	// with no limit configured or learned costs no database round trip.
+	gate := ratelimit.New(db, svc.Name, svc.Config.RateLimit, ratelimit.Options{Logger: slog.New(slog.DiscardHandler)})
+	svc.Conn = connector.NewHTTP(svc.Name, svc.Config, redact.New(nil), transport).WithGate(gate)
 	eng := New(db, []Service{svc}, clock.Real{}, slog.New(slog.DiscardHandler), Options{Concurrency: benchConcurrency})
 	enqueueOrders(b, db, eng, n)
 
