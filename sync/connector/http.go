@@ -111,9 +111,11 @@ type request struct {
 	body               []byte
 	ctype              string
 	extra              http.Header
-	// payload is the record's payload, whose secrets the redactor masks
-	// in what comes back as well.
-	payload []byte
+	// secrets is what holds the record's secrets, which the redactor masks
+	// in what is sent and what comes back: the body itself when it is the
+	// payload with our key, else the payload the mapping read (a password
+	// is known by its field's name there, whatever the body calls it).
+	secrets []byte
 }
 
 // do sends one request and classifies what came back. The request body is
@@ -148,10 +150,8 @@ type answer struct {
 func (c *HTTP) send(ctx context.Context, rq request) (Call, answer) {
 	call := Call{Operation: rq.op}
 	red := c.redact
-	if rq.payload != nil || rq.body != nil {
-		// The body is the record's payload: its secrets (a password under
-		// its key) must not come back in the provider's words either.
-		red = red.ForPayload(rq.payload, rq.body)
+	if rq.secrets != nil {
+		red = red.ForPayload(rq.secrets)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.svc.Timeout)
 	defer cancel()

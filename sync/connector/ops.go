@@ -110,7 +110,10 @@ func (c *HTTP) write(ctx context.Context, obj object, verb, endpoint string, rec
 	if err != nil {
 		return Call{Operation: op, Class: Permanent, Error: "misconfigured endpoint: " + err.Error()}, answer{}
 	}
-	target.op, target.body, target.ctype, target.extra, target.payload = op, body, ctype, hdr, rec.Payload
+	target.op, target.body, target.ctype, target.extra, target.secrets = op, body, ctype, hdr, body
+	if obj.body != nil {
+		target.secrets = rec.Payload
+	}
 	return c.do(ctx, target)
 }
 

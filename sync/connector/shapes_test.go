@@ -244,3 +244,22 @@ func TestAFormBodyWithoutAMappingIsThePayloadWithTheKey(t *testing.T) {
 	_, body := p.last()
 	require.Equal(t, "balance=12345678901234567890&email=a%40example.com&metadata[syncdesk_key]=customer_7", body)
 }
+
+// A record's secret, renamed by the mapping and form-encoded, is masked in
+// the request excerpt and in a provider's answer that quotes it.
+func TestARecordSecretInAMappedFormBodyIsMasked(t *testing.T) {
+	_, base := serve(t, func(_ *http.Request, body string) (int, string) {
+		form, _ := url.ParseQuery(body)
+		return 400, `{"error":{"message":"pin ` + form.Get("metadata[pin]") + ` is not accepted"}}`
+	})
+	c := NewHTTP("stripe", provider(base, config.Object{Encoding: "form", IDField: "id", Create: "POST /v1/customers",
+		Update: "POST /v1/customers/{external_id}", Body: config.Body{Fields: map[string]string{"metadata.pin": ".password", "email": ".email"}}}),
+		redact.New(nil), nil)
+	call := c.Create(context.Background(), rec(`{"email":"a@example.com","password":"s3cret pin/42&x"}`), "k")
+	require.Equal(t, Permanent, call.Class)
+	for what, s := range map[string]string{"request": call.Request, "response": call.Response, "error": call.Error} {
+		require.NotContains(t, s, "s3cret", what)
+		require.NotContains(t, s, "pin%2F42", what)
+	}
+	require.Contains(t, call.Error, "is not accepted")
+}
