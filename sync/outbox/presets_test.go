@@ -320,3 +320,28 @@ func TestStripeCreateOlderThanTheKeyWindowIsSearchedFirst(t *testing.T) {
 func customer(i int) string {
 	return fmt.Sprintf(`{"email":"person%d@example.com","name":"Ada %d"}`, i, i)
 }
+
+// Two Salesforce records carry one key (the external-ID field is not
+// unique): the upsert answers 300, and the link fails for a person, naming
+// both records, without touching either.
+func TestSalesforceSeveralRecordsWithTheKeyNeedAPerson(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clk := clock.NewFake(epoch)
+		fake := salesforceFake(t, clk)
+		var ids []string
+		for _, name := range []string{"Acme (old)", "Acme (copy)"} {
+			id, err := fake.Insert("Account", map[string]any{"Name": name, "Syncdesk_Key__c": "account_1"})
+			require.NoError(t, err)
+			ids = append(ids, id)
+		}
+		w := newPresetWorld(t, db, "salesforce", salesforceYAML, fake, clk, faults.Options{})
+		w.sendAll("account", 1, account)
+		l := w.link("account", "1")
+		require.Equal(t, models.StatusFailed, l.Status)
+		require.Equal(t, "2 objects in salesforce carry the key account_1 (ids "+strings.Join(ids, ", ")+"): a person must decide which one to keep", l.LastError)
+		require.Equal(t, 2, fake.CountByField("Account", "Syncdesk_Key__c", "account_1"))
+		for _, r := range fake.Records("Account") {
+			require.NotEqual(t, "Acme 1", r["Name"], "neither record was changed")
+		}
+	})
+}
