@@ -239,3 +239,27 @@ func seconds(s float64) time.Duration {
 	}
 	return time.Duration(s * float64(time.Second))
 }
+
+// RateLimits returns every service's rate-limit row, for the Services page.
+func RateLimits(db *gorm.DB) ([]RateLimit, error) {
+	var rows []RateLimit
+	if err := db.Order("service").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the rate limits: %w", err)
+	}
+	return rows, nil
+}
+
+// Learned is the provider's own limit as its headers last said it; zero
+// when they never did.
+func (r RateLimit) Learned() (limit int64, window time.Duration) {
+	return r.LearnedLimit, seconds(r.LearnedWindow)
+}
+
+// Blocked says until when every instance holds off, and why; zero when
+// no provider asked it to.
+func (r RateLimit) Blocked() (time.Time, string) {
+	if r.BlockedUntil <= 0 {
+		return time.Time{}, ""
+	}
+	return unixTime(r.BlockedUntil), r.BlockedReason
+}

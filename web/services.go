@@ -1,15 +1,19 @@
 package web
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/action"
+	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -34,6 +38,10 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 	if err != nil {
 		return err
 	}
+	paces, err := models.RateLimits(s.requestDB(c))
+	if err != nil {
+		return err
+	}
 	paused := map[string]views.PausedService{}
 	for _, ps := range p.Paused {
 		paused[ps.Name] = ps
@@ -48,6 +56,7 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 			card.Pause = &ps
 			delete(paused, name)
 		}
+		fillPace(&card, s.cfg.Services[name], paces, s.clock.Now())
 		fillHealth(&card, outcomes)
 		fillLinks(&card, counts)
 		v.Services = append(v.Services, card)
@@ -58,6 +67,23 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 		}
 	}
 	return s.renderStatus(c, status, views.ServicesPage(p, v))
+}
+
+// fillPace says what the provider's headers taught the rate limiter, and
+// whether every instance is holding off now.
+func fillPace(card *views.ServiceCard, svc config.Service, rows []models.RateLimit, now time.Time) {
+	for _, r := range rows {
+		if r.Service != card.Name {
+			continue
+		}
+		if limit, window := r.Learned(); limit > 0 {
+			card.PaceLearned = fmt.Sprintf("%s allows %d calls per %s (its headers say); syncdesk keeps to %s a second",
+				cmp.Or(svc.Provider, card.Name), limit, shortDuration(window), strconv.FormatFloat(r.Rate, 'f', 1, 64))
+		}
+		if until, why := r.Blocked(); until.After(now) {
+			card.PaceHeld = fmt.Sprintf("Holding off until %s UTC, all instances: %s", until.Format("15:04:05"), why)
+		}
+	}
 }
 
 // fillHealth puts the service's recent calls on its card, every outcome

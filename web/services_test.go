@@ -359,3 +359,26 @@ func TestServicesPageWarnsOfDuplicateRisk(t *testing.T) {
 		}
 	})
 }
+
+// What the provider's headers taught the rate limiter, and a hold every
+// instance keeps, are on the Services page: the hold for everyone, the
+// learned limit with the configuration.
+func TestServicesPageShowsTheLearnedPaceAndAHold(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		require.NoError(t, models.ConfigureRateLimit(db, "crm", 0, 0))
+		_, _, err := models.LearnRateLimit(db, "crm", models.LearnedRate{Limit: 50, Window: 10 * time.Second, Rate: 4.3, Burst: 4}, time.Time{})
+		require.NoError(t, err)
+		_, err = models.BlockRateLimit(db, "crm", time.Hour, "429 Too Many Requests, Retry-After 1h0m0s", time.Time{})
+		require.NoError(t, err)
+
+		viewer := b.signedIn("viewer@example.com", models.RoleViewer).get("/services").body
+		held := regexp.MustCompile(`data-testid="pace-held-crm">([^<]*)<`).FindStringSubmatch(viewer)
+		require.Len(t, held, 2, "everyone sees the hold")
+		require.Regexp(t, `^Holding off until \d\d:\d\d:\d\d UTC, all instances: 429 Too Many Requests, Retry-After 1h0m0s$`, held[1])
+		require.NotContains(t, viewer, `data-testid="pace-held-payments"`)
+
+		admin := b.signedIn("root@example.com", models.RoleAdmin).get("/services").body
+		require.Contains(t, admin, "crm allows 50 calls per 10s (its headers say); syncdesk keeps to 4.3 a second")
+	})
+}
