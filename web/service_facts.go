@@ -200,6 +200,8 @@ func schemeWords(w config.Webhook) string {
 		return "GitHub signatures (X-Hub-Signature-256)"
 	case "shopify":
 		return "Shopify signatures (X-Shopify-Hmac-Sha256)"
+	case "hubspot":
+		return "HubSpot v3 signatures (X-HubSpot-Signature-v3)"
 	case "hmac":
 		return "HMAC-SHA256 signatures (" + w.Header + ")"
 	}

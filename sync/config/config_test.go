@@ -57,6 +57,8 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 		{strings.Replace(svc(""), "PUT /deals/{external_id}", "PUT /deals", 1), "setting services.crm.objects.order.update: the path needs {external_id}"},
 		{strings.Replace(svc(""), "POST /deals", "FETCH /deals", 1), "setting services.crm.objects.order.create"},
 		{strings.Replace(svc(""), "site_order_{local_id}", "site_order", 1), "needs {local_id}"},
+		{svc("webhook: {scheme: paypal, secrets: [k]}"), `setting services.crm.webhook.scheme: "paypal" is not stripe, standard, github, shopify, hubspot or hmac`},
+		{svc("webhook: {scheme: hubspot}"), "setting services.crm.webhook.secrets: give one secret, or two during a rotation"},
 	} {
 		_, err := Load(writeFile(t, tc.yaml), Overrides{})
 		require.Error(t, err, tc.yaml)
@@ -70,6 +72,14 @@ func TestMissingFileIsAnError(t *testing.T) {
 }
 
 // svc is a valid service in YAML with one extra line.
+func TestEveryWebhookSchemeLoads(t *testing.T) {
+	for _, scheme := range []string{"stripe", "standard", "github", "shopify", "hubspot"} {
+		cfg, err := Load(writeFile(t, svc("webhook: {scheme: "+scheme+", secrets: [new, old]}")), Overrides{})
+		require.NoError(t, err, scheme)
+		require.Equal(t, scheme, cfg.Services["crm"].Webhook.Scheme)
+	}
+}
+
 func svc(extra string) string {
 	return `services:
   crm:

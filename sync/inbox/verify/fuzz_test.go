@@ -70,7 +70,15 @@ var fuzzConfigs = []Config{
 	{Scheme: HMAC, Secrets: [][]byte{[]byte("a")}, Header: "X-Sig", Encoding: "hex", Prefix: "sha256=",
 		TimestampHeader: "X-Ts", IDPath: "data.id"},
 	{Scheme: HMAC, Secrets: [][]byte{[]byte("a")}, Header: "X-Sig", Encoding: "base64", IDHeader: "X-Id", IDPath: "id"},
+	{Scheme: HubSpot, Secrets: [][]byte{[]byte("a"), []byte("b")}},
 }
+
+// fuzzRequest is the request every fuzzed delivery arrives as, and
+// fuzzSignedURI the same URL as HubSpot signs it (%3A and %2C decoded).
+var (
+	fuzzRequest   = Request{Method: "POST", URL: "https://desk.example.com/hooks/crm?p=%3A1%2C2%7E"}
+	fuzzSignedURI = "https://desk.example.com/hooks/crm?p=:1,2%7E"
+)
 
 // fuzzSign writes a correct signature for cfg into h, computed here from
 // each provider's algorithm, so the fuzzer also reaches the code that runs
@@ -93,6 +101,8 @@ func fuzzSign(cfg Config, h http.Header, body []byte) {
 		h.Set("X-Hub-Signature-256", "sha256="+hx(sum(cfg.Secrets[1], string(body))))
 	case cfg.Scheme == Shopify:
 		h.Set("X-Shopify-Hmac-Sha256", b64(sum(cfg.Secrets[0], string(body))))
+	case cfg.Scheme == HubSpot:
+		h.Set("X-HubSpot-Signature-v3", b64(sum(cfg.Secrets[1], fuzzRequest.Method, fuzzSignedURI, string(body), ts)))
 	case cfg.Encoding == "hex":
 		h.Set("X-Sig", "sha256="+hx(sum(cfg.Secrets[0], ts, ".", string(body))))
 	default:
@@ -109,10 +119,13 @@ func FuzzVerify(f *testing.F) {
 	f.Add(uint8(3), false, "%%%", "", "", []byte(nil))
 	f.Add(uint8(4), true, "", "1700000000", "", []byte(`{"data":{"id":12}}`))
 	f.Add(uint8(5), true, "", "", "", []byte(`{"id":"a"} trailing`))
+	f.Add(uint8(6), true, "", "1700000000000", "", []byte(`[{"eventId":1,"subscriptionType":"contact.creation"}]`))
+	f.Add(uint8(6), true, "", "1700000000000", "", []byte(`[{"eventId":1},{"eventId":2}]`))
+	f.Add(uint8(6), false, "AAAA", "-1099511627776000", "", []byte(`[]`))
 	f.Fuzz(func(t *testing.T, which uint8, sign bool, sig, ts, id string, body []byte) {
 		cfg := fuzzConfigs[int(which)%len(fuzzConfigs)]
 		h := http.Header{}
-		for _, name := range []string{"Stripe-Signature", "Webhook-Signature", "X-Hub-Signature-256", "X-Shopify-Hmac-Sha256", "X-Sig"} {
+		for _, name := range []string{"Stripe-Signature", "Webhook-Signature", "X-Hub-Signature-256", "X-Shopify-Hmac-Sha256", "X-Sig", "X-HubSpot-Signature-v3"} {
 			h.Set(name, sig)
 		}
 		for _, name := range []string{"Webhook-Id", "X-GitHub-Delivery", "X-GitHub-Hook-ID", "X-Shopify-Webhook-Id", "X-Id"} {
@@ -120,14 +133,13 @@ func FuzzVerify(f *testing.F) {
 		}
 		h.Set("Webhook-Timestamp", ts)
 		h.Set("X-Ts", ts)
+		h.Set("X-HubSpot-Request-Timestamp", ts)
 		now := time.Unix(1700000000, 0)
 		if sign {
 			fuzzSign(cfg, h, body)
-			if n, err := strconv.ParseInt(ts, 10, 64); err == nil && n > -maxUnix && n < maxUnix {
-				now = time.Unix(n, 0)
-			}
+			now = fuzzNow(cfg, ts, now)
 		}
-		ev, err := Verify(cfg, h, body, now)
+		ev, err := VerifyRequest(cfg, fuzzRequest, h, body, now)
 		if err == nil {
 			require.NotEmpty(t, ev.ID, "success always carries an event id")
 			return
@@ -139,6 +151,21 @@ func FuzzVerify(f *testing.F) {
 				"an unsigned delivery got past the signature check: %v", err)
 		}
 	})
+}
+
+// fuzzNow is the moment a signed timestamp is fresh: the timestamp itself,
+// in seconds or (HubSpot) milliseconds, when it parses within bounds.
+func fuzzNow(cfg Config, ts string, fallback time.Time) time.Time {
+	n, err := strconv.ParseInt(ts, 10, 64)
+	switch {
+	case err != nil:
+		return fallback
+	case cfg.Scheme == HubSpot && n > -maxUnix*1000 && n < maxUnix*1000:
+		return time.UnixMilli(n)
+	case n > -maxUnix && n < maxUnix:
+		return time.Unix(n, 0)
+	}
+	return fallback
 }
 
 func slicesAny(errs []error, ok func(error) bool) bool {

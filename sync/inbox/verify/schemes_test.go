@@ -166,13 +166,17 @@ func TestVerifyNoEventID(t *testing.T) {
 		{"hmac path absent", "hmac hex with timestamp and id path", `{"data":{}}`, ""},
 		{"hmac path through an array", "hmac hex with timestamp and id path", `{"data":[{"event_id":"x"}]}`, ""},
 		{"hmac id header absent", "hmac base64 with id header", body, "X-Event-Id"},
+		{"hubspot empty list", "hubspot", `[]`, ""},
+		{"hubspot list of two events", "hubspot", `[{"eventId":1},{"eventId":2}]`, ""},
+		{"hubspot event that is not in a list", "hubspot", `{"eventId":1}`, ""},
+		{"hubspot event without eventId", "hubspot", `[{"objectId":123}]`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := byName[tt.fixture]
 			h := f.sign(f.secrets[0], ts, tt.body)
 			h.Del(tt.dropHeader)
-			_, err := verify.Verify(f.config(f.secrets[0]), h, []byte(tt.body), time.Unix(ts, 0))
+			_, err := verify.VerifyRequest(f.config(f.secrets[0]), hookReq, h, []byte(tt.body), time.Unix(ts, 0))
 			require.ErrorIs(t, err, verify.ErrNoEventID)
 		})
 	}
@@ -208,6 +212,7 @@ func TestConfigValidate(t *testing.T) {
 		{"stripe", config(verify.Stripe, "whsec_x"), false},
 		{"standard", config(verify.Standard, "whsec_"+b64([]byte("k"))), false},
 		{"hmac", hmacCfg(func(*verify.Config) {}), false},
+		{"hubspot", config(verify.HubSpot, "hs-secret"), false},
 		{"unknown scheme", config("paypal", "k"), true},
 		{"no secret", config(verify.GitHub), true},
 		{"empty secret", config(verify.Shopify, "k", ""), true},

@@ -27,6 +27,8 @@ const (
 	GitHub Scheme = "github"
 	// Shopify is X-Shopify-Hmac-Sha256: base64 over the body.
 	Shopify Scheme = "shopify"
+	// HubSpot is X-HubSpot-Signature-v3: base64 over method + URL + body + timestamp.
+	HubSpot Scheme = "hubspot"
 	// HMAC is a generic HMAC-SHA256 scheme described by Config's fields.
 	HMAC Scheme = "hmac"
 )
@@ -87,12 +89,28 @@ type Event struct {
 	Timestamp time.Time
 }
 
+// Request is what a scheme may sign besides the headers and the body; only
+// HubSpot signs it.
+type Request struct {
+	// Method is the HTTP method as received, e.g. POST.
+	Method string
+	// URL is the full URL the provider called: scheme, host, path and query,
+	// as the provider sent them (behind a proxy, the public one).
+	URL string
+}
+
 // Verify checks one delivery's signature against cfg and returns its event.
+// It knows no method or URL, so HubSpot deliveries need VerifyRequest.
 func Verify(cfg Config, h http.Header, body []byte, now time.Time) (Event, error) {
+	return VerifyRequest(cfg, Request{}, h, body, now)
+}
+
+// VerifyRequest is Verify for schemes that also sign the request's method and URL.
+func VerifyRequest(cfg Config, req Request, h http.Header, body []byte, now time.Time) (Event, error) {
 	if err := cfg.Validate(); err != nil {
 		return Event{}, err
 	}
-	ev, err := verifyScheme(cfg, h, body, now)
+	ev, err := verifyScheme(cfg, req, h, body, now)
 	if err == nil && ev.ID == "" {
 		err = fmt.Errorf("%w: %s", ErrNoEventID, idSource(cfg))
 	}
@@ -102,7 +120,7 @@ func Verify(cfg Config, h http.Header, body []byte, now time.Time) (Event, error
 	return ev, nil
 }
 
-func verifyScheme(cfg Config, h http.Header, body []byte, now time.Time) (Event, error) {
+func verifyScheme(cfg Config, req Request, h http.Header, body []byte, now time.Time) (Event, error) {
 	switch cfg.Scheme {
 	case Stripe:
 		return verifyStripe(cfg, h, body, now)
@@ -112,6 +130,8 @@ func verifyScheme(cfg Config, h http.Header, body []byte, now time.Time) (Event,
 		return verifyGitHub(cfg, h, body)
 	case Shopify:
 		return verifyShopify(cfg, h, body)
+	case HubSpot:
+		return verifyHubSpot(cfg, req, h, body, now)
 	default:
 		return verifyHMAC(cfg, h, body, now)
 	}
@@ -126,6 +146,8 @@ func idSource(cfg Config) string {
 		return "no X-GitHub-Delivery header"
 	case Shopify:
 		return "no X-Shopify-Webhook-Id header"
+	case HubSpot:
+		return `not a list of one event with an "eventId"`
 	}
 	var where []string
 	if cfg.IDHeader != "" {
@@ -153,7 +175,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative tolerance", ErrBadConfig)
 	}
 	switch c.Scheme {
-	case Stripe, GitHub, Shopify:
+	case Stripe, GitHub, Shopify, HubSpot:
 		return nil
 	case Standard:
 		_, err := standardKeys(c.Secrets)

@@ -50,6 +50,33 @@ func standardV1(secret, id string, t int64, body string) string {
 	return "v1," + b64(mac(standardKey(secret), fmt.Sprintf("%s.%d.%s", id, t, body)))
 }
 
+// hookReq is the request every fixture's delivery arrives as; only HubSpot
+// signs it. Its query holds escapes HubSpot decodes (%3A, %2C) and one it
+// does not (%7E).
+var hookReq = verify.Request{Method: "POST", URL: "https://desk.example.com/hooks/crm?portal=%3A12%2C3&x=%7E"}
+
+// hubspotBody is a list of one event, as HubSpot sends them.
+const hubspotBody = `[{"eventId":100,"subscriptionId":7,"portalId":62515,"occurredAt":1700000000000,` +
+	`"subscriptionType":"contact.propertyChange","attemptNumber":0,"objectId":123}]`
+
+// hubspotURI decodes the characters listed in HubSpot's "Validating
+// requests" table, one by one.
+func hubspotURI(uri string) string {
+	for _, c := range ":/?@!$'()*,;" {
+		uri = strings.ReplaceAll(uri, fmt.Sprintf("%%%02X", c), string(c))
+	}
+	return uri
+}
+
+// hubspotSign signs as HubSpot's v3 does: base64 of HMAC-SHA256 over method
+// + decoded URI + body + the timestamp header (milliseconds).
+func hubspotSign(secret, method, uri, body string, ms int64) http.Header {
+	h := http.Header{}
+	h.Set("X-HubSpot-Request-Timestamp", fmt.Sprint(ms))
+	h.Set("X-HubSpot-Signature-v3", b64(mac([]byte(secret), method+hubspotURI(uri)+body+fmt.Sprint(ms))))
+	return h
+}
+
 // fixture is one scheme's configuration and signer.
 type fixture struct {
 	name        string
@@ -58,8 +85,16 @@ type fixture struct {
 	sigHeader   string
 	malformed   string
 	timestamped bool
+	body        string // the delivery's body; "" means the shared body
 	sign        func(secret string, t int64, body string) http.Header
 	want        verify.Event // Timestamp is set by the test when timestamped
+}
+
+func (f fixture) payload() string {
+	if f.body != "" {
+		return f.body
+	}
+	return body
 }
 
 func (f fixture) config(secrets ...string) verify.Config {
@@ -145,6 +180,15 @@ func fixtures() []fixture {
 			return h
 		},
 		want: verify.Event{ID: "e-5", Type: "invoice.paid"},
+	}, {
+		name: "hubspot", cfg: verify.Config{Scheme: verify.HubSpot},
+		secrets:   [2]string{"hs-client-secret-A", "hs-client-secret-B"},
+		sigHeader: "X-HubSpot-Signature-v3", malformed: "not base64!", timestamped: true,
+		body: hubspotBody,
+		sign: func(s string, t int64, b string) http.Header {
+			return hubspotSign(s, hookReq.Method, hookReq.URL, b, t*1000)
+		},
+		want: verify.Event{ID: "100", Type: "contact.propertyChange"},
 	}}
 }
 
@@ -159,7 +203,7 @@ func (f fixture) wantEvent() verify.Event {
 func TestVerifyAcceptsSignedDelivery(t *testing.T) {
 	for _, f := range fixtures() {
 		t.Run(f.name, func(t *testing.T) {
-			ev, err := verify.Verify(f.config(f.secrets[0]), f.sign(f.secrets[0], ts, body), []byte(body), time.Unix(ts, 0))
+			ev, err := verify.VerifyRequest(f.config(f.secrets[0]), hookReq, f.sign(f.secrets[0], ts, f.payload()), []byte(f.payload()), time.Unix(ts, 0))
 			require.NoError(t, err)
 			assert.Equal(t, f.wantEvent(), ev)
 		})
@@ -191,9 +235,9 @@ func TestVerifyRefuses(t *testing.T) {
 	for _, f := range fixtures() {
 		for _, tt := range tests {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
-				good := f.sign(f.secrets[0], ts, body)
-				h, b := tt.change(f, f.sign(f.secrets[0], ts, body), []byte(body))
-				_, err := verify.Verify(f.config(f.secrets[0]), h, b, time.Unix(ts, 0))
+				good := f.sign(f.secrets[0], ts, f.payload())
+				h, b := tt.change(f, f.sign(f.secrets[0], ts, f.payload()), []byte(f.payload()))
+				_, err := verify.VerifyRequest(f.config(f.secrets[0]), hookReq, h, b, time.Unix(ts, 0))
 				require.ErrorIs(t, err, tt.wantErr)
 				// The message may name what failed, never what would have passed.
 				assert.NotContains(t, err.Error(), f.secrets[0])
@@ -227,7 +271,7 @@ func TestVerifyTimestampTolerance(t *testing.T) {
 			t.Run(f.name+"/"+tt.name, func(t *testing.T) {
 				cfg := f.config(f.secrets[0])
 				cfg.Tolerance = tt.tolerance
-				_, err := verify.Verify(cfg, f.sign(f.secrets[0], ts, body), []byte(body), time.Unix(ts+tt.age, 0))
+				_, err := verify.VerifyRequest(cfg, hookReq, f.sign(f.secrets[0], ts, f.payload()), []byte(f.payload()), time.Unix(ts+tt.age, 0))
 				require.ErrorIs(t, err, tt.wantErr)
 			})
 		}
@@ -239,7 +283,7 @@ func TestVerifyRotation(t *testing.T) {
 		for _, signer := range f.secrets {
 			t.Run(f.name, func(t *testing.T) {
 				cfg := f.config(f.secrets[0], f.secrets[1])
-				ev, err := verify.Verify(cfg, f.sign(signer, ts, body), []byte(body), time.Unix(ts, 0))
+				ev, err := verify.VerifyRequest(cfg, hookReq, f.sign(signer, ts, f.payload()), []byte(f.payload()), time.Unix(ts, 0))
 				require.NoError(t, err, "a delivery signed with either secret verifies during a rotation")
 				assert.Equal(t, f.wantEvent(), ev)
 			})
