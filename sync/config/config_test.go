@@ -57,8 +57,11 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 		{strings.Replace(svc(""), "PUT /deals/{external_id}", "PUT /deals", 1), "setting services.crm.objects.order.update: the path needs {external_id}"},
 		{strings.Replace(svc(""), "POST /deals", "FETCH /deals", 1), "setting services.crm.objects.order.create"},
 		{strings.Replace(svc(""), "site_order_{local_id}", "site_order", 1), "needs {local_id}"},
-		{svc("webhook: {scheme: paypal, secrets: [k]}"), `setting services.crm.webhook.scheme: "paypal" is not stripe, standard, github, shopify, hubspot or hmac`},
-		{svc("webhook: {scheme: hubspot}"), "setting services.crm.webhook.secrets: give one secret, or two during a rotation"},
+		{svc("webhook: {scheme: paypal, secrets: [k]}"), `setting services.crm.webhook.scheme: "paypal" is not stripe, standard, github, shopify or hmac`},
+		// HubSpot's v3 scheme is verified (sync/inbox/verify) but not yet
+		// wired: the inbox does not pass the request's method and URL, nor
+		// split HubSpot's batches. Until it does, a file cannot name it.
+		{svc("webhook: {scheme: hubspot, secrets: [k]}"), `setting services.crm.webhook.scheme: "hubspot" is not stripe, standard, github, shopify or hmac`},
 	} {
 		_, err := Load(writeFile(t, tc.yaml), Overrides{})
 		require.Error(t, err, tc.yaml)
@@ -71,15 +74,15 @@ func TestMissingFileIsAnError(t *testing.T) {
 	require.ErrorContains(t, err, "nope.yaml")
 }
 
-// svc is a valid service in YAML with one extra line.
 func TestEveryWebhookSchemeLoads(t *testing.T) {
-	for _, scheme := range []string{"stripe", "standard", "github", "shopify", "hubspot"} {
+	for _, scheme := range []string{"stripe", "standard", "github", "shopify"} {
 		cfg, err := Load(writeFile(t, svc("webhook: {scheme: "+scheme+", secrets: [new, old]}")), Overrides{})
 		require.NoError(t, err, scheme)
 		require.Equal(t, scheme, cfg.Services["crm"].Webhook.Scheme)
 	}
 }
 
+// svc is a valid service in YAML with one extra line.
 func svc(extra string) string {
 	return `services:
   crm:

@@ -84,7 +84,7 @@ func (r Reconcile) Fixes(kind string) bool {
 
 // Webhook says how a service signs its webhooks and what they do.
 type Webhook struct {
-	// Scheme is stripe, standard (Standard Webhooks), github, shopify, hubspot or hmac.
+	// Scheme is stripe, standard (Standard Webhooks), github, shopify or hmac.
 	Scheme string `yaml:"scheme"`
 	// Secrets are tried in turn: during a rotation, list the new and the old.
 	// ${VAR} is read from the environment.
@@ -328,7 +328,7 @@ func (w Webhook) validate(name string) []error {
 		errs = append(errs, fmt.Errorf("setting services.%s.webhook.%s: %s", name, setting, fmt.Sprintf(format, a...)))
 	}
 	switch w.Scheme {
-	case "stripe", "standard", "github", "shopify", "hubspot":
+	case "stripe", "standard", "github", "shopify":
 	case "hmac":
 		if w.Header == "" {
 			bad("header", "the hmac scheme needs the signature header's name")
@@ -340,7 +340,7 @@ func (w Webhook) validate(name string) []error {
 			bad("id_header", "the hmac scheme needs id_header or id_path to find the event id")
 		}
 	default:
-		bad("scheme", "%q is not stripe, standard, github, shopify, hubspot or hmac", w.Scheme)
+		bad("scheme", "%q is not stripe, standard, github, shopify or hmac", w.Scheme)
 	}
 	if len(w.Secrets) == 0 || len(w.Secrets) > 2 {
 		bad("secrets", "give one secret, or two during a rotation")
