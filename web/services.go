@@ -38,9 +38,13 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 	if err != nil {
 		return err
 	}
-	paces, err := models.RateLimits(s.requestDB(c))
+	rows, err := models.RateLimits(s.requestDB(c))
 	if err != nil {
 		return err
+	}
+	paces := make(map[string]models.RateLimit, len(rows))
+	for _, r := range rows {
+		paces[r.Service] = r
 	}
 	paused := map[string]views.PausedService{}
 	for _, ps := range p.Paused {
@@ -56,7 +60,9 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 			card.Pause = &ps
 			delete(paused, name)
 		}
-		fillPace(&card, s.cfg.Services[name], paces, s.clock.Now())
+		if r, ok := paces[name]; ok {
+			fillPace(&card, s.cfg.Services[name], r, s.clock.Now())
+		}
 		fillHealth(&card, outcomes)
 		fillLinks(&card, counts)
 		v.Services = append(v.Services, card)
@@ -71,18 +77,13 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 
 // fillPace says what the provider's headers taught the rate limiter, and
 // whether every instance is holding off now.
-func fillPace(card *views.ServiceCard, svc config.Service, rows []models.RateLimit, now time.Time) {
-	for _, r := range rows {
-		if r.Service != card.Name {
-			continue
-		}
-		if limit, window := r.Learned(); limit > 0 {
-			card.PaceLearned = fmt.Sprintf("%s allows %d calls per %s (its headers say); syncdesk keeps to %s a second",
-				cmp.Or(svc.Provider, card.Name), limit, shortDuration(window), strconv.FormatFloat(r.Rate, 'f', 1, 64))
-		}
-		if until, why := r.Blocked(); until.After(now) {
-			card.PaceHeld = fmt.Sprintf("Holding off until %s UTC, all instances: %s", until.Format("15:04:05"), why)
-		}
+func fillPace(card *views.ServiceCard, svc config.Service, r models.RateLimit, now time.Time) {
+	if limit, window := r.Learned(); limit > 0 {
+		card.PaceLearned = fmt.Sprintf("%s allows %d calls per %s (its headers say); syncdesk keeps to %s a second",
+			cmp.Or(svc.Provider, card.Name), limit, shortDuration(window), strconv.FormatFloat(r.Rate, 'f', 1, 64))
+	}
+	if until, why := r.Blocked(); until.After(now) {
+		card.PaceHeld = fmt.Sprintf("Holding off until %s UTC, all instances: %s", until.Format("15:04:05"), why)
 	}
 }
 

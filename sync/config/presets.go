@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 	"slices"
@@ -34,14 +33,14 @@ const anyObject = "*"
 // that names a preset: the preset's settings, with the file's on top, key
 // by key. Each routed type starts from the preset's object named by its
 // remote (default: the type's own name).
-func expandPresets(doc *yaml.Node) error {
+func expandPresets(doc *yaml.Node) (expanded bool, err error) {
 	root := doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
 	services := member(root, "services")
 	if services == nil || services.Kind != yaml.MappingNode {
-		return nil
+		return false, nil
 	}
 	var errs []string
 	for i := 0; i+1 < len(services.Content); i += 2 {
@@ -50,17 +49,17 @@ func expandPresets(doc *yaml.Node) error {
 		if p == nil || p.Value == "" {
 			continue
 		}
-		expanded, err := expandService(name, p.Value, svc)
+		out, err := expandService(name, p.Value, svc)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
-		services.Content[i+1] = expanded
+		services.Content[i+1], expanded = out, true
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+		return false, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
-	return nil
+	return expanded, nil
 }
 
 func expandService(name, preset string, svc *yaml.Node) (*yaml.Node, error) {
@@ -200,11 +199,9 @@ func withPresets(body []byte) ([]byte, error) {
 	if err := yaml.Unmarshal(body, &doc); err != nil || len(doc.Content) == 0 {
 		return body, nil // the strict decode that follows says what is wrong
 	}
-	if !bytes.Contains(body, []byte("preset")) {
-		return body, nil
-	}
-	if err := expandPresets(&doc); err != nil {
-		return nil, err
+	expanded, err := expandPresets(&doc)
+	if err != nil || !expanded {
+		return body, err
 	}
 	return yaml.Marshal(&doc)
 }

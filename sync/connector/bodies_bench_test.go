@@ -22,6 +22,16 @@ var presetBodies = []struct {
 	{"salesforce/Account", "salesforce", "Account", `{"Name":"Acme","Phone":"+1 415 555 0100","Industry":"Retail","NumberOfEmployees":120}`},
 }
 
+// loadServices loads a configuration file's services, as syncdesk does.
+func loadServices(tb testing.TB, file string) map[string]config.Service {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "syncdesk.yaml")
+	require.NoError(tb, os.WriteFile(p, []byte(file), 0o600))
+	cfg, err := config.Load(p, config.Overrides{})
+	require.NoError(tb, err)
+	return cfg.Services
+}
+
 // presetObject loads one preset's object through the configuration, as a
 // file naming the preset does.
 func presetObject(tb testing.TB, preset, remote string) object {
@@ -31,11 +41,7 @@ func presetObject(tb testing.TB, preset, remote string) object {
 	if preset != "salesforce" {
 		file = "services:\n  p:\n    preset: " + preset + "\n    headers: {A: b}\n    objects:\n      t: {remote: " + remote + "}\n"
 	}
-	p := filepath.Join(tb.TempDir(), "c.yaml")
-	require.NoError(tb, os.WriteFile(p, []byte(file), 0o600))
-	cfg, err := config.Load(p, config.Overrides{})
-	require.NoError(tb, err)
-	o := prepare("p", "t", cfg.Services["p"].Objects["t"])
+	o := prepare("p", "t", loadServices(tb, file)["p"].Objects["t"])
 	require.NoError(tb, o.err)
 	return o
 }

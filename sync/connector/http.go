@@ -78,11 +78,10 @@ type HTTP struct {
 // NewHTTP builds the connector of a service. Headers' ${VAR} references are
 // expanded here, once; the values stay in memory only, and r learns them
 // (with the service's other secrets, see config.Service.Secrets, and every
-// token fetched later), so that a provider quoting a credential back has it
-// masked wherever r redacts.
+// token fetched later: NewCredentials tells it), so that a provider quoting
+// a credential back has it masked wherever r redacts.
 func NewHTTP(name string, svc config.Service, r *redact.Redactor, transport http.RoundTripper) *HTTP {
 	h := svc.ExpandedHeaders()
-	r.AddSecrets(svc.Secrets()...)
 	if transport == nil {
 		transport = &http.Transport{MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second,
 			ResponseHeaderTimeout: svc.Timeout}

@@ -33,7 +33,7 @@ func (c *HTTP) Create(ctx context.Context, rec Record, idemKey string) Call {
 	}
 	call, a := c.write(ctx, obj, "create", obj.Create, rec, hdr)
 	call.IdempotencyKey = idemKey
-	if id := obj.conflictID(call.HTTPCode, a.decoded, a.raw); id != "" && call.Class != OK {
+	if id := obj.conflictID(call.HTTPCode, a.decoded, a.raw); call.Class != OK && id != "" {
 		call.Class, call.Ambiguous, call.ExternalID = OK, false, id
 		call.Error = fmt.Sprintf("the provider already holds this record as %s (HTTP %d); syncdesk adopted it", id, call.HTTPCode)
 		return call

@@ -2,13 +2,10 @@ package connector
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/fakes/stripemock"
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
@@ -24,11 +21,8 @@ func TestStripeMockAcceptsEveryRequestOfTheStripePreset(t *testing.T) {
 	file := "services:\n  stripe:\n    preset: stripe\n    base_url: " + mock.URL +
 		"\n    headers: {Authorization: \"Bearer ${TEST_STRIPE_MOCK_KEY}\"}\n    objects:\n" +
 		"      customer: {}\n      payment: {remote: payment_intent}\n"
-	p := filepath.Join(t.TempDir(), "syncdesk.yaml")
-	require.NoError(t, os.WriteFile(p, []byte(file), 0o600))
-	cfg, err := config.Load(p, config.Overrides{})
-	require.NoError(t, err)
-	c := NewHTTP("stripe", cfg.Services["stripe"], redact.New(nil), nil)
+	stripe := loadServices(t, file)["stripe"]
+	c := NewHTTP("stripe", stripe, redact.New(nil), nil)
 	ctx := context.Background()
 
 	payloads := map[string]string{
@@ -54,7 +48,7 @@ func TestStripeMockAcceptsEveryRequestOfTheStripePreset(t *testing.T) {
 		page, call := c.List(ctx, typ, "")
 		accepted(call)
 		require.NotEmpty(t, page.Items)
-		_, call = c.List(ctx, typ, cfg.Services["stripe"].Objects[typ].IDOf(page.Items[len(page.Items)-1]))
+		_, call = c.List(ctx, typ, stripe.Objects[typ].IDOf(page.Items[len(page.Items)-1]))
 		accepted(call) // the next page, starting_after the last id
 	}
 	require.Equal(t, 10, sent)
