@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/action"
+	"github.com/syncdesk/syncdesk/sync/inbox"
 )
 
 // maxHookBody bounds a webhook's body; providers send far less.
@@ -26,11 +28,29 @@ func (s *Server) receiveHook(c echo.Context) error {
 	if len(body) > maxHookBody {
 		return &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxHookBody)}
 	}
-	res, err := s.inbox.Receive(c.Request().Context(), c.Param("service"), c.Request().Header, body)
+	r := c.Request()
+	res, err := s.inbox.Receive(r.Context(), c.Param("service"),
+		inbox.Delivery{Method: r.Method, URL: s.hookURL(c), Header: r.Header, Body: body})
 	if err != nil {
 		return err // problemFor: 401 rejected, 400 unreadable, 5xx when the effect failed
 	}
 	return c.JSON(http.StatusOK, res)
+}
+
+// hookURL is the URL the provider called, which HubSpot signs: the
+// service's webhook.url when a proxy in front changes it, else this
+// server's origin as the caller saw it (https behind a trusted proxy that
+// says so) and the request's path and query, as sent.
+func (s *Server) hookURL(c echo.Context) string {
+	r := c.Request()
+	if svc, ok := s.cfg.Services[c.Param("service")]; ok && svc.Webhook != nil && svc.Webhook.URL != "" {
+		if r.URL.RawQuery != "" && !strings.Contains(svc.Webhook.URL, "?") {
+			return svc.Webhook.URL + "?" + r.URL.RawQuery
+		}
+		return svc.Webhook.URL
+	}
+	scheme, host := s.ownOrigin(c)
+	return scheme + "://" + host + r.RequestURI
 }
 
 // apiReplayEvent answers POST /api/v1/events/{service}/{id}/replay: apply a

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -28,6 +27,7 @@ import (
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/inbox"
+	"github.com/syncdesk/syncdesk/sync/mapping"
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
@@ -204,7 +204,7 @@ func seedPayments(b *testing.B, db *gorm.DB, n int) {
 func benchServer(b *testing.B, db *gorm.DB) string {
 	b.Helper()
 	log := slog.New(slog.DiscardHandler)
-	services := map[string]config.Service{benchService: {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{stripeSecret}, Effects: "payments"}}}
+	services := map[string]config.Service{benchService: {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{stripeSecret}, Effects: config.EffectSet("payments")}}}
 	rc, err := inbox.New(db, services, realClock{}, log, redact.New(nil))
 	if err != nil {
 		b.Fatal(err)
@@ -321,13 +321,13 @@ func rawTxs(b *testing.B, db *gorm.DB, order []int) {
 // outcome. Keep it in step with inbox.go.
 func rawTx(ctx context.Context, db *gorm.DB, fx inbox.Effect, red *redact.Redactor, body []byte) error {
 	ev := inbox.Event{Service: benchService, Raw: body}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&ev.Body); err != nil {
+	doc, err := mapping.Decode(body)
+	if err != nil {
 		return err
 	}
-	ev.ID, _ = ev.Body["id"].(string)
-	ev.Type, _ = ev.Body["type"].(string)
+	ev.Doc = doc
+	ev.ID, _ = doc.(map[string]any)["id"].(string)
+	ev.Type, _ = doc.(map[string]any)["type"].(string)
 	payload := string(red.JSON(ev.Raw))
 	now := time.Now().UTC()
 	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

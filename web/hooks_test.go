@@ -101,8 +101,8 @@ var signers = map[string]signer{
 
 func hookServices() map[string]config.Service {
 	return map[string]config.Service{
-		"stripe":   {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{stripeSecret2, stripeSecret}, Effects: "payments"}},
-		"standard": {Webhook: &config.Webhook{Scheme: "standard", Secrets: []string{standardSecret}, Effects: "crm"}},
+		"stripe":   {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{stripeSecret2, stripeSecret}, Effects: config.EffectSet("payments")}},
+		"standard": {Webhook: &config.Webhook{Scheme: "standard", Secrets: []string{standardSecret}, Effects: config.EffectSet("crm")}},
 		"github":   {Webhook: &config.Webhook{Scheme: "github", Secrets: []string{githubSecret}}},
 		"shopify":  {Webhook: &config.Webhook{Scheme: "shopify", Secrets: []string{shopifySecret}}},
 		"hmac": {Webhook: &config.Webhook{Scheme: "hmac", Secrets: []string{hmacSecret}, Header: "X-Signature", Encoding: "hex",
@@ -276,11 +276,11 @@ func TestUnstorableDeliveriesGetTheSameAnswerOnBothDatabases(t *testing.T) {
 		name, outcome, note string
 		d                   delivery
 	}{
-		{"a NUL in the payment's id", models.EventFailed, "the object's id contains a NUL character",
+		{"a NUL in the payment's id", models.EventFailed, "the object's id at .data.object.id contains a NUL character",
 			fuzzDelivery(0, "evt_nul_pay", "payment.succeeded", "pay_\x001", "")},
-		{"a NUL in the deal's key", models.EventFailed, "the object's external_key contains a NUL character",
+		{"a NUL in the deal's key", models.EventFailed, "the object's key at .data.external_key contains a NUL character",
 			delivery{"standard", "msg_nul_key", "", []byte(`{"type":"deal.updated","data":{"id":"deal_1","external_key":"k\u0000"}}`)}},
-		{"an overlong contact id", models.EventFailed, "the object's id is longer than 1024 bytes",
+		{"an overlong contact id", models.EventFailed, "the object's id at .data.id is longer than 1024 bytes",
 			fuzzDelivery(1, "msg_long_contact", "contact.created", long, "")},
 		{"an overlong event id", models.EventIgnored, "no effect", fuzzDelivery(0, long, "x.unknown", "pay_1", "")},
 		{"another overlong id with the same head", models.EventIgnored, "no effect", fuzzDelivery(0, long[:2000]+"x", "x.unknown", "pay_1", "")},

@@ -39,7 +39,7 @@ func describeService(name string, svc config.Service) views.ServiceCard {
 		card.Headers = append(card.Headers, st)
 	}
 	if w := svc.Webhook; w != nil {
-		card.Webhook = &views.ServiceWebhook{Path: "/hooks/" + name, Scheme: schemeWords(*w), Effects: effectsWords(w.Effects)}
+		card.Webhook = &views.ServiceWebhook{Path: "/hooks/" + name, Scheme: schemeWords(*w), Effects: effectsWords(*w)}
 		for i, sec := range w.Secrets {
 			st := secretState(sec)
 			st.Name = "Signing secret"
@@ -208,12 +208,30 @@ func schemeWords(w config.Webhook) string {
 	return w.Scheme
 }
 
-func effectsWords(effects string) string {
-	switch effects {
-	case "payments":
-		return "applies payment events"
-	case "crm":
-		return "applies CRM events"
+func effectsWords(w config.Webhook) string {
+	r, err := w.Resolved()
+	if err != nil || len(r.Effects.Table) == 0 {
+		return "records events, applies nothing"
 	}
-	return "records events, applies nothing"
+	counts := map[string]int{}
+	for _, e := range r.Effects.Table {
+		counts[e.Kind()]++
+	}
+	var parts []string
+	for _, k := range []struct{ kind, one, many string }{
+		{config.EffectSetState, "1 sets a state", "%d set a state"},
+		{config.EffectUpdateFields, "1 updates fields", "%d update fields"},
+		{config.EffectKeepOurs, "1 pushes ours back", "%d push ours back"},
+		{config.EffectMarkDeleted, "1 marks deleted", "%d mark deleted"},
+		{config.EffectAdopt, "1 adopts", "%d adopt"},
+		{config.EffectIgnore, "1 is ignored", "%d are ignored"},
+	} {
+		switch n := counts[k.kind]; {
+		case n == 1:
+			parts = append(parts, k.one)
+		case n > 1:
+			parts = append(parts, fmt.Sprintf(k.many, n))
+		}
+	}
+	return fmt.Sprintf("applies %d kinds of event: %s", len(r.Effects.Table), strings.Join(parts, ", "))
 }

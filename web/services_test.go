@@ -57,12 +57,12 @@ func setupServices(t *testing.T, db *gorm.DB) *bundle {
 	crmSvc := config.Service{Kind: "http", BaseURL: crmURL.String(), Timeout: 5 * time.Second, Retry: retry,
 		Headers: map[string]string{"Authorization": "Bearer ${SYNCDESK_TEST_CRM_TOKEN}", "X-Api-Key": literalKeyValue,
 			"X-Tenant": "${SYNCDESK_TEST_NEVER_SET}"},
-		Webhook: &config.Webhook{Scheme: "standard", Secrets: []string{hookLiteral}, Effects: "crm"},
+		Webhook: &config.Webhook{Scheme: "standard", Secrets: []string{hookLiteral}, Effects: config.EffectSet("crm")},
 		Objects: map[string]config.Object{"order": {Remote: "deal", ExternalKey: "site_order_{local_id}", KeyField: "external_key",
 			IDField: "id", Create: "POST /deals", Update: "PUT /deals/{external_id}", Lookup: "GET /deals?external_key={external_key}"}}}
 	paySvc := config.Service{Kind: "http", BaseURL: "https://pay.example.com/v1?api_key=" + queryKeyValue, Timeout: 10 * time.Second,
 		Retry: config.Retry{MaxAttempts: 6, Base: 2 * time.Second, Max: 15 * time.Minute}, IdempotencyHeader: "Idempotency-Key",
-		Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{"${SYNCDESK_TEST_PAY_HOOK}"}, Effects: "payments"},
+		Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{"${SYNCDESK_TEST_PAY_HOOK}"}, Effects: config.EffectSet("payments")},
 		Objects: map[string]config.Object{"payment": {Remote: "payment", ExternalKey: "site_payment_{local_id}", KeyField: "external_key",
 			IDField: "id", Create: "POST /payments", Update: "PUT /payments/{external_id}", List: "GET /payments?cursor={cursor}"}}}
 	cfg.Services = map[string]config.Service{"crm": crmSvc, "payments": paySvc}

@@ -57,11 +57,8 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 		{strings.Replace(svc(""), "PUT /deals/{external_id}", "PUT /deals", 1), "setting services.crm.objects.order.update: the path needs {external_id}"},
 		{strings.Replace(svc(""), "POST /deals", "FETCH /deals", 1), "setting services.crm.objects.order.create"},
 		{strings.Replace(svc(""), "site_order_{local_id}", "site_order", 1), "needs {local_id}"},
-		{svc("webhook: {scheme: paypal, secrets: [k]}"), `setting services.crm.webhook.scheme: "paypal" is not stripe, standard, github, shopify or hmac`},
-		// HubSpot's v3 scheme is verified (sync/inbox/verify) but not yet
-		// wired: the inbox does not pass the request's method and URL, nor
-		// split HubSpot's batches. Until it does, a file cannot name it.
-		{svc("webhook: {scheme: hubspot, secrets: [k]}"), `setting services.crm.webhook.scheme: "hubspot" is not stripe, standard, github, shopify or hmac`},
+		{svc("webhook: {scheme: paypal, secrets: [k]}"), `setting services.crm.webhook.scheme: "paypal" is not stripe, standard, github, shopify, hubspot or hmac`},
+		{svc("webhook: {scheme: hubspot, secrets: [k]}"), `setting services.crm.webhook.event_id: HubSpot sends a list of events`},
 	} {
 		_, err := Load(writeFile(t, tc.yaml), Overrides{})
 		require.Error(t, err, tc.yaml)

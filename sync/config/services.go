@@ -82,25 +82,6 @@ func (r Reconcile) Fixes(kind string) bool {
 	return kind != discrepancy.DuplicateRemote
 }
 
-// Webhook says how a service signs its webhooks and what they do.
-type Webhook struct {
-	// Scheme is stripe, standard (Standard Webhooks), github, shopify or hmac.
-	Scheme string `yaml:"scheme"`
-	// Secrets are tried in turn: during a rotation, list the new and the old.
-	// ${VAR} is read from the environment.
-	Secrets   []string      `yaml:"secrets"`
-	Tolerance time.Duration `yaml:"tolerance"`
-	// Effects names the effect set applied to the events: payments, crm or none.
-	Effects string `yaml:"effects"`
-	// For the generic hmac scheme.
-	Header          string `yaml:"header"`
-	Encoding        string `yaml:"encoding"` // hex or base64
-	Prefix          string `yaml:"prefix"`
-	TimestampHeader string `yaml:"timestamp_header"`
-	IDHeader        string `yaml:"id_header"`
-	IDPath          string `yaml:"id_path"`
-}
-
 // Retry bounds the retries of temporary failures.
 type Retry struct {
 	MaxAttempts int           `yaml:"max_attempts"`
@@ -291,7 +272,7 @@ func (s Service) validate(name string) []error {
 		bad("objects", "route at least one local type to the service, or configure its webhook")
 	}
 	if s.Webhook != nil {
-		errs = append(errs, s.Webhook.validate(name)...)
+		errs = append(errs, s.Webhook.validate(name, s.Objects)...)
 	}
 	errs = append(errs, s.Reconcile.validate(name, s.Objects)...)
 	errs = append(errs, s.Auth.validate(name)...)
@@ -321,45 +302,6 @@ func (c Config) Routes(localType string) []string {
 
 // ServiceNames returns the configured services, sorted.
 func (c Config) ServiceNames() []string { return slices.Sorted(maps.Keys(c.Services)) }
-
-func (w Webhook) validate(name string) []error {
-	var errs []error
-	bad := func(setting, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("setting services.%s.webhook.%s: %s", name, setting, fmt.Sprintf(format, a...)))
-	}
-	switch w.Scheme {
-	case "stripe", "standard", "github", "shopify":
-	case "hmac":
-		if w.Header == "" {
-			bad("header", "the hmac scheme needs the signature header's name")
-		}
-		if w.Encoding != "hex" && w.Encoding != "base64" {
-			bad("encoding", "%q is not hex or base64", w.Encoding)
-		}
-		if w.IDHeader == "" && w.IDPath == "" {
-			bad("id_header", "the hmac scheme needs id_header or id_path to find the event id")
-		}
-	default:
-		bad("scheme", "%q is not stripe, standard, github, shopify or hmac", w.Scheme)
-	}
-	if len(w.Secrets) == 0 || len(w.Secrets) > 2 {
-		bad("secrets", "give one secret, or two during a rotation")
-	}
-	for i, sec := range w.Secrets {
-		if v, missing := ExpandEnv(sec); v == "" || len(missing) > 0 {
-			bad(fmt.Sprintf("secrets[%d]", i), "empty, or environment variable %s is not set", strings.Join(missing, ", "))
-		}
-	}
-	switch w.Effects {
-	case "", "none", "payments", "crm":
-	default:
-		bad("effects", "%q is not payments, crm or none", w.Effects)
-	}
-	if w.Tolerance < 0 {
-		bad("tolerance", "must be positive")
-	}
-	return errs
-}
 
 func (r Reconcile) validate(name string, objects map[string]Object) []error {
 	var errs []error

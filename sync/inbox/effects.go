@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/mapping"
 )
 
 // Effect applies one event inside the inbox's transaction and says what it
@@ -34,53 +36,192 @@ func unprocessable(format string, a ...any) error {
 	return &UnprocessableError{Reason: fmt.Sprintf(format, a...)}
 }
 
-// EffectSet returns the effects of a named set (payments, crm, or none) for
-// a service with the default settings.
-func EffectSet(name string) map[string]Effect { return effectsOf(name, config.Service{}) }
-
-// effectsOf returns the effects of a named set for the service svc, whose
-// settings say, e.g., which fields a deal.updated compares.
-func effectsOf(name string, svc config.Service) map[string]Effect {
-	switch name {
-	case "payments":
-		return map[string]Effect{
-			"payment.succeeded": transition("paid"),
-			"payment.refunded":  transition("refunded"),
-		}
-	case "crm":
-		return map[string]Effect{
-			"deal.updated":    dealUpdated(svc),
-			"deal.deleted":    dealDeleted,
-			"contact.created": adoptUnknown("contact"),
-		}
+// EffectSet returns the effects of a shipped table (payments, crm) for a
+// service with the default settings, by event type.
+func EffectSet(name string) map[string]Effect {
+	w, err := config.Webhook{Effects: config.EffectSet(name)}.Resolved()
+	if err != nil {
+		return map[string]Effect{}
 	}
-	return map[string]Effect{}
+	fx, err := compileEffects(w, config.Service{})
+	if err != nil {
+		return map[string]Effect{}
+	}
+	return fx
 }
 
-// object is the event's subject: data.object (Stripe) or data (most others).
-func object(ev Event) map[string]any {
-	data, _ := ev.Body["data"].(map[string]any)
-	if obj, ok := data["object"].(map[string]any); ok {
-		return obj
+// compileEffects turns a resolved webhook's table into effects, keyed as
+// the table is (event types and patterns). Configuration was validated at
+// start, so an error here is a setting the validation missed.
+func compileEffects(w config.Webhook, svc config.Service) (map[string]Effect, error) {
+	out := map[string]Effect{}
+	for _, typ := range slices.Sorted(maps.Keys(w.Effects.Table)) {
+		e := w.Effects.Table[typ]
+		s, err := compileSubject(e.EventPaths.WithDefaults(w.Paths))
+		if err != nil {
+			return nil, fmt.Errorf("effects.%s: %w", typ, err)
+		}
+		switch e.Kind() {
+		case config.EffectSetState:
+			out[typ] = setState(s, w.StateField, w.States, e.SetState)
+		case config.EffectUpdateFields:
+			u, err := config.CompileUpdate(e.UpdateFields)
+			if err != nil {
+				return nil, fmt.Errorf("effects.%s.update_fields: %w", typ, err)
+			}
+			out[typ] = updateFields(s, u)
+		case config.EffectKeepOurs:
+			out[typ] = keepOurs(s, svc)
+		case config.EffectMarkDeleted:
+			out[typ] = markDeleted(s, e.MarkDeleted == config.DeletedRecreate)
+		case config.EffectAdopt:
+			out[typ] = adopt(s, e.NewRecords)
+		case config.EffectIgnore:
+			out[typ] = func(context.Context, *gorm.DB, Event, time.Time) (string, error) {
+				return "ignored, as the webhook's effects say for " + quoteType(typ), errIgnored
+			}
+		default:
+			return nil, fmt.Errorf("effects.%s: names %d effects", typ, len(e.Kinds()))
+		}
 	}
-	return data
+	return out, nil
 }
 
-func str(m map[string]any, k string) string {
-	switch v := m[k].(type) {
+// subject is where an effect finds, in an event, the object it is about.
+type subject struct {
+	object, id, key, occurredAt *mapping.Expr
+}
+
+func compileSubject(p config.EventPaths) (subject, error) {
+	var s subject
+	var err error
+	for _, c := range []struct {
+		dst **mapping.Expr
+		src string
+	}{{&s.object, p.Object}, {&s.id, p.ID}, {&s.key, p.Key}, {&s.occurredAt, p.OccurredAt}} {
+		if c.src == "" {
+			continue
+		}
+		if *c.dst, err = mapping.CompileExpr(c.src, c.src); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// find evaluates one path on the event: "" when it finds nothing (or the
+// path is not set), an *UnprocessableError when it fails on this event.
+func find(e *mapping.Expr, ev Event) (any, error) {
+	if e == nil {
+		return nil, nil
+	}
+	v, _, err := e.Eval(ev.Doc)
+	if err != nil {
+		return nil, unprocessable("the path %s fails on this event: %v", e, err)
+	}
+	return v, nil
+}
+
+// ids finds the provider's id and our key of the event's object; an event
+// in which neither path finds anything can never apply.
+func (s subject) ids(ev Event) (id, key string, err error) {
+	if id, err = s.text(s.id, ev, "id"); err != nil {
+		return "", "", err
+	}
+	if key, err = s.text(s.key, ev, "key"); err != nil {
+		return "", "", err
+	}
+	if id == "" && key == "" {
+		return "", "", unprocessable("%s: the event names no object", s.nothingFound())
+	}
+	return id, key, nil
+}
+
+// nothingFound says which paths found nothing.
+func (s subject) nothingFound() string {
+	switch {
+	case s.id != nil && s.key != nil:
+		return fmt.Sprintf("neither the id path %s nor the key path %s finds anything in the event", s.id, s.key)
+	case s.id != nil:
+		return fmt.Sprintf("the id path %s finds nothing in the event", s.id)
+	case s.key != nil:
+		return fmt.Sprintf("the key path %s finds nothing in the event", s.key)
+	}
+	return "no id or key path is set"
+}
+
+// text finds an id or a key as text, refusing one no index can hold.
+func (s subject) text(e *mapping.Expr, ev Event, what string) (string, error) {
+	v, err := find(e, ev)
+	if err != nil || v == nil {
+		return "", err
+	}
+	switch v.(type) {
+	case map[string]any, []any, bool:
+		return "", unprocessable("the %s path %s finds %s, not an id", what, e, kindWord(v))
+	}
+	t := mapping.Text(v)
+	if p := textProblem(t); p != "" {
+		return "", unprocessable("the object's %s at %s %s", what, e, p)
+	}
+	if len(t) > maxObjectID {
+		return "", unprocessable("the object's %s at %s is longer than %d bytes", what, e, maxObjectID)
+	}
+	return t, nil
+}
+
+// objectOf finds the event's object, which must be a JSON object.
+func (s subject) objectOf(ev Event) (map[string]any, error) {
+	v, err := find(s.object, ev)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, unprocessable("the object path %s finds %s in the event, not an object", s.object, kindWord(v))
+	}
+	return obj, nil
+}
+
+// occurred is when the event says its change happened, zero when it does
+// not say: unix seconds or milliseconds (told apart by size), or RFC 3339.
+func (s subject) occurred(ev Event) (time.Time, error) {
+	v, err := find(s.occurredAt, ev)
+	if err != nil || v == nil {
+		return time.Time{}, err
+	}
+	if t, ok := v.(string); ok {
+		if at, err := time.Parse(time.RFC3339Nano, t); err == nil {
+			return at, nil
+		}
+	}
+	var n float64
+	if err := json.Unmarshal([]byte(mapping.Text(v)), &n); err != nil || n <= 0 {
+		return time.Time{}, unprocessable("the time path %s finds %s, which is not a time", s.occurredAt, mapping.Text(v))
+	}
+	if n > 1e11 { // milliseconds: 1e11 seconds is the year 5138
+		return time.UnixMilli(int64(n)).UTC(), nil
+	}
+	return time.Unix(int64(n), 0).UTC(), nil
+}
+
+func kindWord(v any) string {
+	switch v.(type) {
+	case nil:
+		return "nothing"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case bool:
+		return "a boolean"
 	case string:
-		return v
-	case json.Number:
-		return v.String()
+		return "a string"
 	}
-	return ""
+	return "a number"
 }
 
-// paymentStates ranks a payment's states in the only order they happen: a
-// payment is pending, then paid, then perhaps refunded.
-var paymentStates = []string{"pending", "paid", "refunded"}
-
-// transition moves a payment record forward to the state to, once: the
+// setState moves a record forward along states to the state to, once: the
 // guard makes a second "succeeded" for a paid payment a no-op. Providers do
 // not promise delivery order, and re-send a delivery that got a 5xx later,
 // so a refund can arrive before its payment: an event ahead of the record's
@@ -89,14 +230,13 @@ var paymentStates = []string{"pending", "paid", "refunded"}
 // state before its own would ignore the early refund with a 2xx, and lose
 // it for good. It also adopts the provider's id on a link that lost its
 // create's response.
-func transition(to string) Effect {
+func setState(s subject, field string, states []string, to string) Effect {
 	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
-		obj := object(ev)
-		id, key := str(obj, "id"), str(obj, "external_key")
-		if id == "" && key == "" {
-			return "", unprocessable("the event names no payment: it has neither data.object.id nor data.object.external_key")
+		id, key, err := s.ids(ev)
+		if err != nil {
+			return "", err
 		}
-		link, rec, note, err := linkedRecord(tx, ev.Service, obj)
+		link, rec, note, err := linkedRecord(tx, ev.Service, id, key)
 		if err != nil {
 			return note, err
 		}
@@ -104,19 +244,19 @@ func transition(to string) Effect {
 		if err != nil {
 			return "", err
 		}
-		from := str(payload, "status")
-		cur, next := slices.Index(paymentStates, from), slices.Index(paymentStates, to)
+		from := str(payload, field)
+		cur, next := slices.Index(states, from), slices.Index(states, to)
 		switch {
 		case cur < 0:
-			return "", unprocessable("%s/%s has status %q, which is none of %s: where %q stands against it is unknown, so nothing was changed",
-				rec.LocalType, rec.LocalID, from, strings.Join(paymentStates, ", "), to)
+			return "", unprocessable("%s/%s has %s %q, which is none of %s: where %q stands against it is unknown, so nothing was changed",
+				rec.LocalType, rec.LocalID, field, from, strings.Join(states, ", "), to)
 		case cur == next:
 			return fmt.Sprintf("%s/%s is already %q: nothing to do", rec.LocalType, rec.LocalID, from), errIgnored
 		case cur > next:
 			return fmt.Sprintf("%s/%s is already %q, which comes after %q: the event is older news, nothing to do",
 				rec.LocalType, rec.LocalID, from, to), errIgnored
 		}
-		payload["status"] = to
+		payload[field] = to
 		hash, err := setPayload(tx, rec, payload, now)
 		if err != nil {
 			return "", err
@@ -124,7 +264,7 @@ func transition(to string) Effect {
 		// The link learns what the provider holds (so that only what it lacks
 		// is pushed), and its id if it had none; the other services are owed
 		// the record's new state.
-		if err := models.AdoptProviderState(tx, link, id, heldAfter(link.CreatePayload, to), hash, now); err != nil {
+		if err := models.AdoptProviderState(tx, link, id, heldAfter(link.CreatePayload, field, to), hash, now); err != nil {
 			return "", err
 		}
 		if err := models.RequeueOtherLinks(tx, link.LocalType, link.LocalID, link.ExternalService, now); err != nil {
@@ -137,7 +277,7 @@ func transition(to string) Effect {
 // heldAfter is the hash of a frozen create body moved to the state to, or ""
 // when no body was frozen: then nothing says what the provider holds, and
 // the record is pushed over it.
-func heldAfter(createPayload, to string) string {
+func heldAfter(createPayload, field, to string) string {
 	if createPayload == "" {
 		return ""
 	}
@@ -145,7 +285,7 @@ func heldAfter(createPayload, to string) string {
 	if err != nil {
 		return ""
 	}
-	body["status"] = to
+	body[field] = to
 	_, hash, err := canonical(body)
 	if err != nil {
 		return ""
@@ -155,32 +295,17 @@ func heldAfter(createPayload, to string) string {
 
 // linkedRecord finds the link and the record an event's object belongs to.
 // When there are none, or the link is another object's, it returns why with
-// errIgnored, and an *UnprocessableError when the object's id or key
-// cannot be looked up (objectID).
+// errIgnored.
 //
 // A link found by our key whose external id is not the event's is left
 // alone: two objects can carry our key (a duplicate, which reconciliation
 // reports for a person to resolve), and an event about the one we do not
 // point at — a person deleting the stray duplicate — would otherwise mark
 // the link of the one we keep deleted, and its Re-create make a third.
-func linkedRecord(tx *gorm.DB, service string, obj map[string]any) (*models.Link, *models.Record, string, error) {
-	id, err := objectID(obj, "id")
+func linkedRecord(tx *gorm.DB, service, id, key string) (*models.Link, *models.Record, string, error) {
+	link, note, err := linkOf(tx, service, id, key)
 	if err != nil {
-		return nil, nil, "", err
-	}
-	key, err := objectID(obj, "external_key")
-	if err != nil {
-		return nil, nil, "", err
-	}
-	link, err := models.LinkByExternal(tx, service, id, key)
-	if errors.Is(err, models.ErrNotFound) {
-		return nil, nil, fmt.Sprintf("no local record is linked to %s", strings.Join(nonEmpty(id, key), " or ")), errIgnored
-	} else if err != nil {
-		return nil, nil, "", err
-	}
-	if id != "" && link.ExternalID != "" && link.ExternalID != id {
-		return nil, nil, fmt.Sprintf("%s carries our key %s, but the link of %s/%s points at %s: the event is about another object (a duplicate?), so the link is left alone",
-			id, key, link.LocalType, link.LocalID, link.ExternalID), errIgnored
+		return nil, nil, note, err
 	}
 	rec, err := models.LockRecord(tx, link.LocalType, link.LocalID)
 	if errors.Is(err, models.ErrNotFound) {
@@ -191,8 +316,33 @@ func linkedRecord(tx *gorm.DB, service string, obj map[string]any) (*models.Link
 	return link, rec, "", nil
 }
 
+// linkOf is linkedRecord's link alone.
+func linkOf(tx *gorm.DB, service, id, key string) (*models.Link, string, error) {
+	link, err := models.LinkByExternal(tx, service, id, key)
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, fmt.Sprintf("no local record is linked to %s", strings.Join(nonEmpty(id, key), " or ")), errIgnored
+	} else if err != nil {
+		return nil, "", err
+	}
+	if id != "" && link.ExternalID != "" && link.ExternalID != id {
+		return nil, fmt.Sprintf("%s carries our key %s, but the link of %s/%s points at %s: the event is about another object (a duplicate?), so the link is left alone",
+			id, key, link.LocalType, link.LocalID, link.ExternalID), errIgnored
+	}
+	return link, "", nil
+}
+
 func nonEmpty(ss ...string) []string {
 	return slices.DeleteFunc(ss, func(s string) bool { return s == "" })
+}
+
+func str(m map[string]any, k string) string {
+	switch v := m[k].(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	}
+	return ""
 }
 
 func setPayload(tx *gorm.DB, rec *models.Record, payload map[string]any, now time.Time) (string, error) {

@@ -229,7 +229,7 @@ func TestAdoptionByWebhookPushesWhatChangedSinceTheCreate(t *testing.T) {
 // setupCRM is setup with the CRM configured as svc.
 func setupCRM(t *testing.T, db *gorm.DB, svc config.Service) *env {
 	e := setup(t, db)
-	svc.Webhook = &config.Webhook{Scheme: "stripe", Secrets: []string{paySecret}, Effects: "crm"}
+	svc.Webhook = &config.Webhook{Scheme: "stripe", Secrets: []string{paySecret}, Effects: config.EffectSet("crm")}
 	rc, err := New(db, map[string]config.Service{"crm": svc}, e.clock, slog.New(slog.DiscardHandler), redact.New(nil))
 	require.NoError(t, err)
 	e.rc = rc

@@ -5,7 +5,6 @@
 package inbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/inbox/verify"
+	"github.com/syncdesk/syncdesk/sync/mapping"
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
@@ -51,13 +51,18 @@ type Result struct {
 // hook is one service's webhook settings, resolved at start.
 type hook struct {
 	verify  verify.Config
-	effects map[string]Effect
+	webhook config.Webhook // resolved: the table in place, the defaults filled in
+	// eventID and eventType find each event's id and type in a list of
+	// events; a delivery of one event is known by the id its scheme gives.
+	eventID, eventType *mapping.Expr
+	effects            map[string]Effect // keyed as the table: event types and patterns
+	handled            map[string]Effect // set by Handle, by exact type; before the table
 }
 
 // Receiver accepts webhooks for the configured services.
 type Receiver struct {
 	db     *gorm.DB
-	hooks  map[string]hook
+	hooks  map[string]*hook
 	clock  clock.Clock
 	log    *slog.Logger
 	redact *redact.Redactor
@@ -76,9 +81,9 @@ type Receiver struct {
 
 // New builds a receiver for every service that has a webhook configured,
 // refusing a configuration the verifier cannot use (e.g. a malformed
-// Standard Webhooks secret).
+// Standard Webhooks secret) or an effect table that does not compile.
 func New(db *gorm.DB, services map[string]config.Service, clk clock.Clock, log *slog.Logger, r *redact.Redactor) (*Receiver, error) {
-	rc := &Receiver{db: db, hooks: map[string]hook{}, clock: clk, log: log, redact: r, lastWarn: map[string]time.Time{}}
+	rc := &Receiver{db: db, hooks: map[string]*hook{}, clock: clk, log: log, redact: r, lastWarn: map[string]time.Time{}}
 	if models.Dialect(db) == models.SQLite {
 		rc.writer = make(chan struct{}, 1)
 	}
@@ -86,13 +91,34 @@ func New(db *gorm.DB, services map[string]config.Service, clk clock.Clock, log *
 		if s.Webhook == nil {
 			continue
 		}
-		vc := verifyConfig(*s.Webhook)
-		if err := vc.Validate(); err != nil {
+		h, err := newHook(s)
+		if err != nil {
 			return nil, fmt.Errorf("setting services.%s.webhook: %w", name, err)
 		}
-		rc.hooks[name] = hook{verify: vc, effects: effectsOf(s.Webhook.Effects, s)}
+		rc.hooks[name] = h
 	}
 	return rc, nil
+}
+
+func newHook(s config.Service) (*hook, error) {
+	w, err := s.Webhook.Resolved()
+	if err != nil {
+		return nil, fmt.Errorf("effects: %w", err)
+	}
+	h := &hook{verify: verifyConfig(w), webhook: w, handled: map[string]Effect{}}
+	if err := h.verify.Validate(); err != nil {
+		return nil, err
+	}
+	if w.EventID != "" {
+		if h.eventID, err = mapping.CompileExpr("event_id", w.EventID); err != nil {
+			return nil, err
+		}
+	}
+	if h.eventType, err = mapping.CompileExpr("event_type", w.EventType); err != nil {
+		return nil, err
+	}
+	h.effects, err = compileEffects(w, s)
+	return h, err
 }
 
 func verifyConfig(w config.Webhook) verify.Config {
@@ -105,50 +131,85 @@ func verifyConfig(w config.Webhook) verify.Config {
 	return c
 }
 
-// Handle registers (or replaces) the effect of one event type of a service.
+// Handle registers (or replaces) the effect of one event type of a service,
+// before what its table says.
 func (r *Receiver) Handle(service, eventType string, fx Effect) {
 	if h, ok := r.hooks[service]; ok {
-		h.effects[eventType] = fx
+		h.handled[eventType] = fx
 	}
 }
 
 // Accepts reports whether a service takes webhooks.
 func (r *Receiver) Accepts(service string) bool { _, ok := r.hooks[service]; return ok }
 
-// Receive verifies one delivery and applies it exactly once in effect. An
-// error from an effect rolls everything back (the provider will re-send); an
-// event that can never apply is stored as failed and answered 2xx.
-func (r *Receiver) Receive(ctx context.Context, service string, h http.Header, body []byte) (Result, error) {
+// Delivery is one request a provider made to /hooks/{service}.
+type Delivery struct {
+	// Method and URL are what the provider called, for schemes that sign
+	// them (HubSpot): the URL as the provider saw it, behind a proxy the
+	// public one.
+	Method, URL string
+	Header      http.Header
+	Body        []byte
+}
+
+// Answer tells the provider what happened to its delivery: one result per
+// event it carried.
+type Answer struct {
+	Events []Result
+	batch  bool
+}
+
+// MarshalJSON answers a single event with its result, and a list of events
+// with {"events": [...]}.
+func (a Answer) MarshalJSON() ([]byte, error) {
+	if !a.batch && len(a.Events) == 1 {
+		return json.Marshal(a.Events[0])
+	}
+	return json.Marshal(struct {
+		Events []Result `json:"events"`
+	}{a.Events})
+}
+
+// Receive verifies one delivery and applies each event it carries exactly
+// once in effect, all in one transaction: an error from an effect rolls
+// everything back (the provider will re-send the delivery, and the events
+// already applied are then duplicates); an event that can never apply is
+// stored as failed and answered 2xx.
+func (r *Receiver) Receive(ctx context.Context, service string, d Delivery) (Answer, error) {
 	hk, ok := r.hooks[service]
 	if !ok {
-		return Result{}, fmt.Errorf("webhooks for %q: %w", service, models.ErrNotFound)
+		return Answer{}, fmt.Errorf("webhooks for %q: %w", service, models.ErrNotFound)
 	}
 	now := r.clock.Now()
-	ev, err := verify.Verify(hk.verify, h, body, now)
+	ev, err := verify.VerifyRequest(hk.verify, verify.Request{Method: d.Method, URL: d.URL}, d.Header, d.Body, now)
 	switch {
 	case errors.Is(err, verify.ErrNoEventID):
-		return Result{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return Answer{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	case errors.Is(err, verify.ErrBadConfig):
-		return Result{}, err // our fault, not the sender's: a 5xx, and the provider re-sends after the fix
+		return Answer{}, err // our fault, not the sender's: a 5xx, and the provider re-sends after the fix
 	case err != nil:
 		r.warn(service, err)
-		return Result{}, fmt.Errorf("%w: %v", ErrRejected, err)
+		return Answer{}, fmt.Errorf("%w: %v", ErrRejected, err)
 	}
-	in := Event{Service: service, ID: ev.ID, Type: ev.Type, Raw: body}
-	if err := in.decode(); err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+	events, batch, err := hk.split(service, ev, d.Body)
+	if err != nil {
+		return Answer{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}
-	if err := in.storable(); err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+	payloads := make([]string, len(events)) // before the transaction: they need no lock
+	for i, in := range events {
+		payloads[i] = storableText(string(r.redact.JSON(in.Raw)))
 	}
-	payload := storableText(string(r.redact.JSON(in.Raw))) // before the transaction: it needs no lock
-	var res Result
+	answer := Answer{Events: make([]Result, len(events)), batch: batch}
 	err = r.transaction(ctx, func(tx *gorm.DB) error {
-		var err error
-		res, err = r.apply(ctx, tx, hk, in, payload, now)
-		return err
+		for i, in := range events {
+			var err error
+			if answer.Events[i], err = r.apply(ctx, tx, hk, in, payloads[i], now); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	return res, err
+	return answer, err
 }
 
 // transaction runs fn in one database transaction, taking the writer's turn
@@ -167,7 +228,7 @@ func (r *Receiver) transaction(ctx context.Context, fn func(tx *gorm.DB) error) 
 
 // apply records the event and, when it is new, runs its effect; a duplicate
 // only counts. Both in the caller's transaction; payload is the redacted body.
-func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk hook, in Event, payload string, now time.Time) (Result, error) {
+func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk *hook, in Event, payload string, now time.Time) (Result, error) {
 	res := Result{EventID: in.ID}
 	inserted, err := models.RecordEvent(tx, models.ProcessedEvent{Provider: in.Service, EventID: in.ID, EventType: in.Type,
 		ReceivedAt: now, Outcome: models.EventApplied, Payload: payload})
@@ -193,8 +254,8 @@ func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk hook, in Event, pa
 }
 
 // effect runs the event's effect and names the outcome.
-func (r *Receiver) effect(ctx context.Context, tx *gorm.DB, hk hook, in Event, now time.Time) (string, string, error) {
-	fx, ok := hk.effects[in.Type]
+func (r *Receiver) effect(ctx context.Context, tx *gorm.DB, hk *hook, in Event, now time.Time) (string, string, error) {
+	fx, ok := hk.effectFor(in.Type)
 	if !ok {
 		return models.EventIgnored, "no effect for events of type " + quoteType(in.Type), nil
 	}
@@ -229,12 +290,12 @@ func (r *Receiver) Replay(ctx context.Context, service, eventID string) (Result,
 	}
 	res := Result{EventID: eventID}
 	err := r.transaction(ctx, func(tx *gorm.DB) error {
-		stored, err := models.EventByID(tx, service, eventID)
+		row, err := models.EventByID(tx, service, eventID)
 		if err != nil {
 			return err
 		}
-		in := Event{Service: service, ID: eventID, Type: stored.EventType, Raw: []byte(stored.Payload)}
-		if err := in.decode(); err != nil {
+		in, err := stored(service, eventID, row.EventType, row.Payload)
+		if err != nil {
 			return fmt.Errorf("%w (%v)", ErrUnreadableStored, err)
 		}
 		if res.Outcome, res.Note, err = r.effect(ctx, tx, hk, in, r.clock.Now()); err != nil {
@@ -271,25 +332,6 @@ func (r *Receiver) warn(service string, err error) {
 	r.lastWarn[service] = now
 	r.mu.Unlock()
 	r.log.Warn("webhook rejected", "service", service, "reason", err.Error())
-}
-
-// Event is a verified delivery, decoded.
-type Event struct {
-	Service, ID, Type string
-	Raw               []byte
-	Body              map[string]any
-}
-
-func (e *Event) decode() error {
-	dec := json.NewDecoder(bytes.NewReader(e.Raw))
-	dec.UseNumber()
-	if err := dec.Decode(&e.Body); err != nil || e.Body == nil {
-		return errors.New("the body is not a JSON object")
-	}
-	if e.Type == "" {
-		e.Type, _ = e.Body["type"].(string)
-	}
-	return nil
 }
 
 func quoteType(t string) string {

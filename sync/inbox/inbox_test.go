@@ -35,8 +35,8 @@ type env struct {
 func setup(t *testing.T, db *gorm.DB) *env {
 	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	services := map[string]config.Service{
-		"payments": {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{paySecret}, Effects: "payments"}},
-		"crm":      {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{paySecret}, Effects: "crm"}},
+		"payments": {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{paySecret}, Effects: config.EffectSet("payments")}},
+		"crm":      {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{paySecret}, Effects: config.EffectSet("crm")}},
 	}
 	rc, err := New(db, services, clk, slog.New(slog.DiscardHandler), redact.New(nil))
 	require.NoError(t, err)
@@ -52,7 +52,13 @@ func stripeSign(body string, t time.Time) http.Header {
 }
 
 func (e *env) deliver(service, body string) (Result, error) {
-	return e.rc.Receive(context.Background(), service, stripeSign(body, e.clock.Now()), []byte(body))
+	a, err := e.rc.Receive(context.Background(), service, Delivery{Method: "POST", URL: "http://127.0.0.1/hooks/" + service,
+		Header: stripeSign(body, e.clock.Now()), Body: []byte(body)})
+	if err != nil {
+		return Result{}, err
+	}
+	require.Len(e.t, a.Events, 1)
+	return a.Events[0], nil
 }
 
 // payment seeds a pending payment record with a successful link.
@@ -168,15 +174,15 @@ func TestUnprocessableAndUnknownEventsAreStoredNotRetried(t *testing.T) {
 		require.NoError(t, err, "answered 2xx: re-sending cannot help")
 		require.Equal(t, models.EventFailed, res.Outcome)
 		ev, _ := models.EventByID(db, "payments", "evt_1")
-		require.Contains(t, ev.Error, "names no payment")
+		require.Contains(t, ev.Error, "the event names no object")
 
 		res, err = e.deliver("payments", `{"id":"evt_2","type":"customer.subscription.trial_will_end","data":{}}`)
 		require.NoError(t, err)
 		require.Equal(t, models.EventIgnored, res.Outcome)
 
-		_, err = e.rc.Receive(context.Background(), "payments", http.Header{}, []byte(`{"id":"evt_3"}`))
+		_, err = e.rc.Receive(context.Background(), "payments", Delivery{Header: http.Header{}, Body: []byte(`{"id":"evt_3"}`)})
 		require.ErrorIs(t, err, ErrRejected)
-		_, err = e.rc.Receive(context.Background(), "nope", http.Header{}, []byte(`{}`))
+		_, err = e.rc.Receive(context.Background(), "nope", Delivery{Header: http.Header{}, Body: []byte(`{}`)})
 		require.ErrorIs(t, err, models.ErrNotFound)
 		var n int64
 		db.Model(&models.ProcessedEvent{}).Count(&n)

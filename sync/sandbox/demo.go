@@ -49,7 +49,7 @@ func StartDemo() (*Demo, map[string]config.Service, error) {
 	retry := config.Retry{MaxAttempts: 5, Base: 2 * time.Second, Max: 30 * time.Second}
 	services := map[string]config.Service{
 		"crm": {Kind: "http", BaseURL: crmURL, Timeout: 5 * time.Second, Retry: retry,
-			Webhook: &config.Webhook{Scheme: "standard", Secrets: []string{d.crmSecret}, Effects: "crm"},
+			Webhook: &config.Webhook{Scheme: "standard", Secrets: []string{d.crmSecret}, Effects: config.EffectSet("crm")},
 			Objects: map[string]config.Object{
 				"order": {Remote: "deal", ExternalKey: "site_order_{local_id}", KeyField: "external_key", IDField: "id",
 					Create: "POST /deals", Update: "PUT /deals/{external_id}",
@@ -59,7 +59,7 @@ func StartDemo() (*Demo, map[string]config.Service, error) {
 					Lookup: "GET /deals?external_key={external_key}", List: "GET /deals?cursor={cursor}"},
 			}},
 		"payments": {Kind: "http", BaseURL: payURL, Timeout: 5 * time.Second, Retry: retry, IdempotencyHeader: "Idempotency-Key",
-			Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{d.paymentsSecret}, Effects: "payments"},
+			Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{d.paymentsSecret}, Effects: config.EffectSet("payments")},
 			// The payment's status is the provider's to say (its webhooks set
 			// ours); reconciliation compares only what we ask it to charge.
 			Reconcile: config.Reconcile{Compare: map[string][]string{"order": {"amount", "currency"}}},

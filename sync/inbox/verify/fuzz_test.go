@@ -141,7 +141,9 @@ func FuzzVerify(f *testing.F) {
 		}
 		ev, err := VerifyRequest(cfg, fuzzRequest, h, body, now)
 		if err == nil {
-			require.NotEmpty(t, ev.ID, "success always carries an event id")
+			if cfg.Scheme != HubSpot { // its ids are per event, in the body: the inbox reads them
+				require.NotEmpty(t, ev.ID, "success always carries an event id")
+			}
 			return
 		}
 		sentinels := []error{ErrMissingSignature, ErrBadSignature, ErrStaleTimestamp, ErrNoEventID}

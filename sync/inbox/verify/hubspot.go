@@ -47,21 +47,9 @@ func verifyHubSpot(cfg Config, req Request, h http.Header, body []byte, now time
 	if err := checkFresh(t, now, cfg.tolerance()); err != nil {
 		return Event{}, err
 	}
-	ev := hubspotSingleEvent(body)
-	ev.Timestamp = t
-	return ev, nil
-}
-
-// hubspotSingleEvent reads the id and type of a delivery holding exactly one
-// event. HubSpot sends a JSON list of events, up to many in one request; a
-// list of several is left without an id (ErrNoEventID) until deliveries are
-// split into their events.
-func hubspotSingleEvent(body []byte) Event {
-	list, ok := parseJSON(body).([]any)
-	if !ok || len(list) != 1 {
-		return Event{}
-	}
-	return Event{ID: lookup(list[0], "eventId"), Type: lookup(list[0], "subscriptionType")}
+	// The body is a list of events, each with its own eventId: the
+	// inbox splits it and reads each one's id and type.
+	return Event{Timestamp: t}, nil
 }
 
 // parseUnixMilli parses a timestamp in milliseconds since the epoch, within

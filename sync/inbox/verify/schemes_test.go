@@ -166,10 +166,6 @@ func TestVerifyNoEventID(t *testing.T) {
 		{"hmac path absent", "hmac hex with timestamp and id path", `{"data":{}}`, ""},
 		{"hmac path through an array", "hmac hex with timestamp and id path", `{"data":[{"event_id":"x"}]}`, ""},
 		{"hmac id header absent", "hmac base64 with id header", body, "X-Event-Id"},
-		{"hubspot empty list", "hubspot", `[]`, ""},
-		{"hubspot list of two events", "hubspot", `[{"eventId":1},{"eventId":2}]`, ""},
-		{"hubspot event that is not in a list", "hubspot", `{"eventId":1}`, ""},
-		{"hubspot event without eventId", "hubspot", `[{"objectId":123}]`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -111,7 +111,8 @@ func VerifyRequest(cfg Config, req Request, h http.Header, body []byte, now time
 		return Event{}, err
 	}
 	ev, err := verifyScheme(cfg, req, h, body, now)
-	if err == nil && ev.ID == "" {
+	// HubSpot's ids are per event, inside the body's list: the inbox reads them.
+	if err == nil && ev.ID == "" && cfg.Scheme != HubSpot {
 		err = fmt.Errorf("%w: %s", ErrNoEventID, idSource(cfg))
 	}
 	if err != nil {

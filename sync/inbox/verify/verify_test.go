@@ -188,7 +188,8 @@ func fixtures() []fixture {
 		sign: func(s string, t int64, b string) http.Header {
 			return hubspotSign(s, hookReq.Method, hookReq.URL, b, t*1000)
 		},
-		want: verify.Event{ID: "100", Type: "contact.propertyChange"},
+		// HubSpot's ids are per event, inside the list: the inbox reads them.
+		want: verify.Event{},
 	}}
 }
 

@@ -3,6 +3,7 @@ package inbox
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,18 +14,26 @@ import (
 	"github.com/syncdesk/syncdesk/sync/config"
 )
 
-// dealUpdated compares the CRM's deal with our desired state and queues a
-// push of ours when they differ: the CRM is not the source of these fields.
+// keepOurs compares the provider's object with our desired state and queues
+// a push of ours when they differ: the provider is not the source of these
+// fields (the demo CRM's deal.updated).
 // It compares what reconciliation's field_mismatch compares, and only where
 // the deal carries the field: each of our pushes comes back as a
 // deal.updated, and a field the CRM does not keep (most drop properties
 // they do not know) would otherwise answer every push with another, without
 // end. A link not in success is left as it is: its push is on its way, or a
 // person decides, and restarting it here would reset its attempts.
-func dealUpdated(svc config.Service) Effect {
+func keepOurs(s subject, svc config.Service) Effect {
 	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
-		obj := object(ev)
-		link, rec, note, err := linkedRecord(tx, ev.Service, obj)
+		obj, err := s.objectOf(ev)
+		if err != nil {
+			return "", err
+		}
+		id, key, err := s.ids(ev)
+		if err != nil {
+			return "", err
+		}
+		link, rec, note, err := linkedRecord(tx, ev.Service, id, key)
 		if err != nil {
 			return note, err
 		}
@@ -85,18 +94,28 @@ func leftAsIs(l *models.Link) string {
 	return "; the link's push is already queued"
 }
 
-// dealDeleted marks the link: the object is gone, and re-creating it is an
-// operator's decision, never automatic.
-func dealDeleted(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
-	obj := object(ev)
-	link, _, note, err := linkedRecord(tx, ev.Service, obj)
-	if err != nil {
-		return note, err
+// markDeleted marks the link: the object is gone. Re-creating it is an
+// operator's decision unless the webhook says recreate: then a new create
+// (with a new idempotency key, so the old object is not replayed) is
+// queued at once.
+func markDeleted(s subject, recreate bool) Effect {
+	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+		id, key, err := s.ids(ev)
+		if err != nil {
+			return "", err
+		}
+		link, note, err := linkOf(tx, ev.Service, id, key)
+		if err != nil {
+			return note, err
+		}
+		if link.RemoteDeletedAt != nil {
+			return "already marked deleted", errIgnored
+		}
+		return deleted(tx, ev, link, cmp.Or(link.ExternalID, id, link.ExternalKey), recreate, now)
 	}
-	if link.RemoteDeletedAt != nil {
-		return "already marked deleted", errIgnored
-	}
-	gone := cmp.Or(link.ExternalID, str(obj, "id"), link.ExternalKey)
+}
+
+func deleted(tx *gorm.DB, ev Event, link *models.Link, gone string, recreate bool, now time.Time) (string, error) {
 	msg := fmt.Sprintf("%s reports %s deleted (event %s). Re-create it from the link page once you have confirmed it should exist.",
 		ev.Service, gone, ev.ID)
 	// Not while the link is being sent: its worker's outcome would be
@@ -110,34 +129,65 @@ func dealDeleted(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (str
 	case !marked:
 		return "", fmt.Errorf("link %d is being sent right now; deliver the deletion again once the send has ended", link.ID)
 	}
-	return "link marked: the remote object is gone", nil
+	if !recreate {
+		return "link marked: the remote object is gone", nil
+	}
+	if _, err := models.Recreate(tx, link.ID, now); err != nil {
+		return "", err
+	}
+	return "link marked: the remote object is gone, and a new one is being created, as the webhook's effects say", nil
 }
 
-// adoptUnknown creates a local record for an object we have never seen,
-// keyed by (service, external id): the unique keys make a second delivery —
-// or a replay — a no-op, never a second record.
-func adoptUnknown(kind string) Effect {
+// adopt links the event's object to the link that carries its key but not
+// its id (a create whose answer was lost), so that the next push is an
+// update of that object, not a second create. With newRecords, an object
+// that no link knows becomes a new local record of that type, keyed by
+// (service, the provider's id): the unique keys make a second delivery — or
+// a replay — a no-op, never a second record.
+func adopt(s subject, newRecords string) Effect {
 	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
-		obj := object(ev)
-		id, err := objectID(obj, "id")
+		id, key, err := s.ids(ev)
 		if err != nil {
 			return "", err
 		}
-		if id == "" {
-			return "", unprocessable("the %s has no id", kind)
+		link, note, err := linkOf(tx, ev.Service, id, key)
+		switch {
+		case errors.Is(err, errIgnored) && link == nil && newRecords != "" && strings.HasPrefix(note, "no local record"):
+			return adoptAsRecord(tx, s, ev, id, strings.ReplaceAll(newRecords, "{service}", ev.Service), now)
+		case err != nil:
+			return note, err
+		case link.ExternalID != "":
+			return fmt.Sprintf("%s/%s is already linked to %s", link.LocalType, link.LocalID, link.ExternalID), errIgnored
+		case id == "":
+			return "", unprocessable("the event names our key %s but not the provider's id: there is nothing to link", key)
 		}
-		body, hash, err := canonical(obj)
-		if err != nil {
-			return "", unprocessable("the %s is not a JSON object", kind)
-		}
-		typ := ev.Service + "_" + kind
-		created, err := models.AdoptRemoteObject(tx, typ, id, ev.Service, body, hash, now)
-		if err != nil {
+		// What the provider holds is unknown: its hash is none, so the
+		// record is pushed over it as an update.
+		if err := models.AdoptProviderState(tx, link, id, "", "-", now); err != nil {
 			return "", err
 		}
-		if !created {
-			return fmt.Sprintf("%s/%s already exists", typ, id), errIgnored
-		}
-		return fmt.Sprintf("created %s/%s", typ, id), nil
+		return fmt.Sprintf("%s/%s is now linked to %s; our record is pushed to it as an update", link.LocalType, link.LocalID, id), nil
 	}
+}
+
+func adoptAsRecord(tx *gorm.DB, s subject, ev Event, id, typ string, now time.Time) (string, error) {
+	if id == "" {
+		return "", unprocessable("the object has no id: a new record is known by it")
+	}
+	obj, err := s.objectOf(ev)
+	if err != nil {
+		return "", err
+	}
+	body, hash, err := canonical(obj)
+	if err != nil {
+		return "", unprocessable("the object cannot be stored as a record: %v", err)
+	}
+	created, err := models.AdoptRemoteObject(tx, typ, id, ev.Service, body, hash, now)
+	if err != nil {
+		return "", err
+	}
+	if !created {
+		return fmt.Sprintf("%s/%s already exists", typ, id), errIgnored
+	}
+	return fmt.Sprintf("created %s/%s", typ, id), nil
 }

@@ -1,0 +1,171 @@
+package inbox
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/mapping"
+)
+
+// updateFields sets fields of the linked record to the values the event
+// carries: the provider's desired state, never an increment, so a replay
+// or a duplicate lands where the first did. Two guards keep the provider
+// and us from chasing each other:
+//
+//   - an echo of our own push (the provider reporting the value we sent)
+//     changes nothing and queues nothing: values are compared as text when
+//     both are numbers or strings (HubSpot answers "19.90" for 19.9);
+//   - a change older than the record's last one (by the event's
+//     occurred_at) is old news: the record's newer value is on its way.
+//
+// A change is written to the record, the provider's link learns that it
+// holds it (nothing to push back), and every other service is owed it.
+func updateFields(s subject, u config.Update) Effect {
+	return func(ctx context.Context, tx *gorm.DB, ev Event, now time.Time) (string, error) {
+		values, err := updateValues(u, ev)
+		if err != nil {
+			return "", err
+		}
+		if len(values) == 0 {
+			return "the event sets none of the fields the webhook's effects update", errIgnored
+		}
+		id, key, err := s.ids(ev)
+		if err != nil {
+			return "", err
+		}
+		at, err := s.occurred(ev)
+		if err != nil {
+			return "", err
+		}
+		link, rec, note, err := linkedRecord(tx, ev.Service, id, key)
+		if err != nil {
+			return note, err
+		}
+		if link.RemoteDeletedAt != nil {
+			return "the object was deleted earlier; waiting for an operator", errIgnored
+		}
+		if !at.IsZero() && at.Before(rec.UpdatedAt) {
+			return fmt.Sprintf("the change happened at %s, before %s/%s last changed (%s): older news, nothing to do",
+				at.Format(time.RFC3339), rec.LocalType, rec.LocalID, rec.UpdatedAt.UTC().Format(time.RFC3339)), errIgnored
+		}
+		payload, err := decodeObject(rec.Payload)
+		if err != nil {
+			return "", err
+		}
+		var changed []string
+		for _, f := range slices.Sorted(maps.Keys(values)) {
+			v, had := payload[f]
+			if had && sameValue(v, values[f]) {
+				continue
+			}
+			payload[f] = keepType(v, values[f])
+			changed = append(changed, f)
+		}
+		if len(changed) == 0 {
+			return fmt.Sprintf("%s/%s already holds these values (our own push coming back?): nothing to do", rec.LocalType, rec.LocalID), errIgnored
+		}
+		when := now
+		if !at.IsZero() && at.Before(now) {
+			when = at // the next event's occurred_at is compared with the change's own time
+		}
+		hash, err := setPayload(tx, rec, payload, when)
+		if err != nil {
+			return "", err
+		}
+		if err := models.AdoptProviderState(tx, link, id, "", hash, now); err != nil {
+			return "", err
+		}
+		if err := models.RequeueOtherLinks(tx, link.LocalType, link.LocalID, link.ExternalService, now); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s/%s took %s from %s", rec.LocalType, rec.LocalID, strings.Join(changed, ", "), ev.Service), nil
+	}
+}
+
+// updateValues evaluates the update on the event: field by field (a field
+// whose expression finds nothing is left alone), or one expression whose
+// object's members are the fields.
+func updateValues(u config.Update, ev Event) (map[string]any, error) {
+	out := map[string]any{}
+	if u.Whole != nil {
+		v, err := find(u.Whole, ev)
+		if err != nil || v == nil {
+			return out, err
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, unprocessable("update_fields %s yields %s, not an object of fields", u.Whole, kindWord(v))
+		}
+		for k, val := range obj {
+			if k == "" || strings.Contains(k, ".") {
+				return nil, unprocessable("update_fields %s yields the field %q: a field is a top-level name", u.Whole, k)
+			}
+			out[k] = val
+		}
+		return out, nil
+	}
+	for f, e := range u.Fields {
+		v, ok, err := e.Eval(ev.Doc)
+		if err != nil {
+			return nil, unprocessable("update_fields.%s fails on this event: %v", f, err)
+		}
+		if ok {
+			out[f] = v
+		}
+	}
+	return out, nil
+}
+
+// sameValue compares a stored value with an event's: as text where both
+// are scalars, so that the number 19.9 and the string "19.90" are one.
+func sameValue(stored, got any) bool {
+	a, aok := scalarText(stored)
+	b, bok := scalarText(got)
+	if !aok || !bok {
+		return sameJSON(stored, got)
+	}
+	if a == b {
+		return true
+	}
+	x, errA := strconv.ParseFloat(a, 64)
+	y, errB := strconv.ParseFloat(b, 64)
+	return errA == nil && errB == nil && x == y
+}
+
+func scalarText(v any) (string, bool) {
+	switch v.(type) {
+	case map[string]any, []any, nil, bool:
+		return "", false
+	}
+	return mapping.Text(v), true
+}
+
+// keepType gives a new value the type the field had: providers that keep
+// every property as a string (HubSpot) would otherwise turn our numbers
+// into text.
+func keepType(old, got any) any {
+	text, isText := got.(string)
+	if !isText {
+		return got
+	}
+	if _, wasNumber := scalarText(old); wasNumber {
+		if _, isString := old.(string); !isString {
+			if f, err := strconv.ParseFloat(text, 64); err == nil {
+				if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+					return i
+				}
+				return f
+			}
+		}
+	}
+	return got
+}
