@@ -72,6 +72,9 @@ func expandService(name, preset string, svc *yaml.Node) (*yaml.Node, error) {
 		return nil, fmt.Errorf("preset %s: %w", preset, err) // a shipped file: a test reads every one
 	}
 	base := pdoc.Content[0]
+	if member(svc, "webhook") == nil {
+		base = without(base, "webhook") // webhooks are taken only where the file asks for them
+	}
 	templates := member(base, "objects")
 	out := merge(without(base, "objects"), without(svc, "objects"))
 	objs := member(svc, "objects")

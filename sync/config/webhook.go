@@ -147,9 +147,20 @@ func (e *Effect) UnmarshalYAML(n *yaml.Node) error {
 		e.Ignore = true
 		return nil
 	}
+	// n.Decode does not inherit the file's strictness: a misspelt key
+	// (idd:) would be dropped in silence and the default path used.
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(effectKeys, k.Value) {
+			return fmt.Errorf("line %d: %q is not a setting of an effect (%s)", k.Line, k.Value, strings.Join(effectKeys, ", "))
+		}
+	}
 	type plain Effect
 	return n.Decode((*plain)(e))
 }
+
+// effectKeys are the settings an effect may have.
+var effectKeys = []string{EffectSetState, EffectUpdateFields, EffectKeepOurs, EffectMarkDeleted, EffectAdopt, "new_records", EffectIgnore,
+	"object", "id", "key", "occurred_at"}
 
 // Kinds lists the kinds the effect names; a valid one names one.
 func (e Effect) Kinds() []string {

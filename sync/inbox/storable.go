@@ -76,16 +76,3 @@ func (e *Event) storable() error {
 func storableText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
-
-// objectID is the id or key named field of an event's object; an event
-// whose object's one cannot be looked up or stored can never apply.
-func objectID(obj map[string]any, field string) (string, error) {
-	v := str(obj, field)
-	if p := textProblem(v); p != "" {
-		return "", unprocessable("the object's %s %s", field, p)
-	}
-	if len(v) > maxObjectID {
-		return "", unprocessable("the object's %s is longer than %d bytes", field, maxObjectID)
-	}
-	return v, nil
-}
