@@ -237,8 +237,8 @@ func TestHubSpotRefusesWhatItDidNotSign(t *testing.T) {
 				out, _ := io.ReadAll(resp.Body)
 				return resp.StatusCode, string(out)
 			},
-			"another URI":           func() (int, string) { return w.post(body, uri+"?portal=1", hookNow) },
-			"six minutes old":       func() (int, string) { return w.post(body, uri, hookNow.Add(-6*time.Minute)) },
+			"another URI":      func() (int, string) { return w.post(body, uri+"?portal=1", hookNow) },
+			"six minutes old":  func() (int, string) { return w.post(body, uri, hookNow.Add(-6*time.Minute)) },
 			"signed for https": func() (int, string) { return w.post(body, strings.Replace(uri, "http://", "https://", 1), hookNow) },
 		} {
 			code, out := send()
