@@ -100,6 +100,21 @@ func TestBadSettingsStopWithTheSettingNamed(t *testing.T) {
 	require.Contains(t, errOut, "setting addr")
 	code, _, _ = cmd(t, "", "frobnicate")
 	require.Equal(t, 2, code)
+
+	// A bad webhook effect table stops the start, naming the service and the key.
+	file := filepath.Join(t.TempDir(), "syncdesk.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`services:
+  stripe:
+    preset: stripe
+    headers: {Authorization: "Bearer sk_test_x"}
+    webhook:
+      secrets: [whsec_x]
+      effects: {payment_intent.succeeded: {set_state: shipped}}
+    objects: {payment: {remote: payment_intent}}
+`), 0o600))
+	code, _, errOut = cmd(t, "", "--config", file, "--db", "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `setting services.stripe.webhook.effects.payment_intent.succeeded.set_state: "shipped" is not one of the states (pending, paid, refunded)`)
 }
 
 // The demo's services are completed and validated like configured ones:
