@@ -65,6 +65,8 @@ type Receiver struct {
 	mu       sync.Mutex
 	lastWarn map[string]time.Time
 
+	refused refusals // refused deliveries counted, not yet written (refusals.go)
+
 	// writer, on SQLite only, lets one webhook transaction at a time ask for
 	// the database's single write lock. Writers that queue here are handed
 	// the turn the moment it is free; writers that queue in SQLite's busy
@@ -127,19 +129,19 @@ func (r *Receiver) Receive(ctx context.Context, service string, h http.Header, b
 	ev, err := verify.Verify(hk.verify, h, body, now)
 	switch {
 	case errors.Is(err, verify.ErrNoEventID):
-		return Result{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return Result{}, r.refuse(ctx, service, fmt.Errorf("%w: %v", ErrBadEvent, err))
 	case errors.Is(err, verify.ErrBadConfig):
 		return Result{}, err // our fault, not the sender's: a 5xx, and the provider re-sends after the fix
 	case err != nil:
 		r.warn(service, err)
-		return Result{}, fmt.Errorf("%w: %v", ErrRejected, err)
+		return Result{}, r.refuse(ctx, service, fmt.Errorf("%w: %w", ErrRejected, err))
 	}
 	in := Event{Service: service, ID: ev.ID, Type: ev.Type, Raw: body}
 	if err := in.decode(); err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return Result{}, r.refuse(ctx, service, fmt.Errorf("%w: %v", ErrBadEvent, err))
 	}
 	if err := in.storable(); err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return Result{}, r.refuse(ctx, service, fmt.Errorf("%w: %v", ErrBadEvent, err))
 	}
 	payload := storableText(string(r.redact.JSON(in.Raw))) // before the transaction: it needs no lock
 	var res Result
@@ -245,10 +247,14 @@ func (r *Receiver) Replay(ctx context.Context, service, eventID string) (Result,
 	return res, err
 }
 
-// Prune deletes processed events older than the retention, in batches.
+// Prune deletes processed events older than the retention, in batches,
+// and the counts of refused deliveries as old.
 func (r *Receiver) Prune(ctx context.Context, retention time.Duration) (int64, error) {
 	var total int64
 	before := r.clock.Now().Add(-retention)
+	if _, err := models.PruneRefusals(r.db.WithContext(ctx), before); err != nil {
+		return 0, err
+	}
 	for ctx.Err() == nil {
 		n, err := models.PruneEvents(r.db.WithContext(ctx), before, 5000)
 		total += n
