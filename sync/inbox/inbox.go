@@ -129,19 +129,19 @@ func (r *Receiver) Receive(ctx context.Context, service string, h http.Header, b
 	ev, err := verify.Verify(hk.verify, h, body, now)
 	switch {
 	case errors.Is(err, verify.ErrNoEventID):
-		return Result{}, r.refuse(ctx, service, fmt.Errorf("%w: %v", ErrBadEvent, err))
+		return Result{}, r.refuse(ctx, service, ErrBadEvent, err)
 	case errors.Is(err, verify.ErrBadConfig):
 		return Result{}, err // our fault, not the sender's: a 5xx, and the provider re-sends after the fix
 	case err != nil:
 		r.warn(service, err)
-		return Result{}, r.refuse(ctx, service, fmt.Errorf("%w: %w", ErrRejected, err))
+		return Result{}, r.refuse(ctx, service, ErrRejected, err)
 	}
 	in := Event{Service: service, ID: ev.ID, Type: ev.Type, Raw: body}
 	if err := in.decode(); err != nil {
-		return Result{}, r.refuse(ctx, service, fmt.Errorf("%w: %v", ErrBadEvent, err))
+		return Result{}, r.refuse(ctx, service, ErrBadEvent, err)
 	}
 	if err := in.storable(); err != nil {
-		return Result{}, r.refuse(ctx, service, fmt.Errorf("%w: %v", ErrBadEvent, err))
+		return Result{}, r.refuse(ctx, service, ErrBadEvent, err)
 	}
 	payload := storableText(string(r.redact.JSON(in.Raw))) // before the transaction: it needs no lock
 	var res Result

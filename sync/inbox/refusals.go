@@ -3,6 +3,7 @@ package inbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -78,24 +79,27 @@ func (r *Receiver) RegisterMetrics(reg prometheus.Registerer) error {
 	return nil
 }
 
-// refusalReason names why err refused a delivery.
-func refusalReason(err error) string {
+// refusalReason names why a delivery was refused: kind is ErrRejected or
+// ErrBadEvent, cause what verify or the decoding said.
+func refusalReason(kind, cause error) string {
 	switch {
-	case errors.Is(err, verify.ErrStaleTimestamp):
+	case errors.Is(cause, verify.ErrStaleTimestamp):
 		return models.RefusedTimestamp
-	case errors.Is(err, ErrRejected):
+	case kind == ErrRejected:
 		return models.RefusedSignature
 	}
 	return models.RefusedShape
 }
 
-// refuse counts a refused delivery of service and returns err as it came.
-// The count keeps err's words, which name the check that failed and never
-// a header's value or the body (verify's errors are written so); they pass
-// the redactor all the same. ctx is the delivery's: the write, when this
-// refusal makes one, outlives its cancellation.
-func (r *Receiver) refuse(ctx context.Context, service string, err error) error {
-	detail := r.redact.Text(err.Error())
+// refuse counts a refused delivery of service and returns the error its
+// sender is answered with: kind (ErrRejected or ErrBadEvent), then cause.
+// The count keeps cause's words, which name the check that failed and
+// never a header's value or the body (verify's errors are written so);
+// the configured secrets are masked in them all the same. ctx is the
+// delivery's: the write, when this refusal makes one, outlives its
+// cancellation.
+func (r *Receiver) refuse(ctx context.Context, service string, kind, cause error) error {
+	detail := cause.Error()
 	if len(detail) > maxRefusalDetail {
 		n := maxRefusalDetail
 		for n > 0 && !utf8.RuneStart(detail[n]) {
@@ -103,12 +107,13 @@ func (r *Receiver) refuse(ctx context.Context, service string, err error) error 
 		}
 		detail = detail[:n] + "…"
 	}
-	if r.countRefusal(service, refusalReason(err), r.clock.Now(), detail) {
+	detail = r.redact.Known(detail) // after the cut: it masks what the cut left of a secret too
+	if r.countRefusal(service, refusalReason(kind, cause), r.clock.Now(), detail) {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refusalWriteTimeout)
 		defer cancel()
 		r.writeRefusals(wctx, service)
 	}
-	return err
+	return fmt.Errorf("%w: %w", kind, cause)
 }
 
 // countRefusal adds one refusal to service's count and reports whether
@@ -163,7 +168,7 @@ func (r *Receiver) writeRefusalsLater(service string) {
 func (r *Receiver) writeRefusals(ctx context.Context, service string) {
 	rf := &r.refused
 	rf.write.Lock()
-	err := r.writePending(ctx, service)
+	wrote, err := r.writePending(ctx, service)
 	rf.write.Unlock()
 	if err != nil {
 		r.log.Warn("count refused webhooks", "service", service, "err", err)
@@ -171,7 +176,10 @@ func (r *Receiver) writeRefusals(ctx context.Context, service string) {
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
 	s := rf.by[service]
-	s.lastWrite, s.timer = time.Now(), nil
+	s.timer = nil
+	if wrote || err != nil {
+		s.lastWrite = time.Now() // a write that found nothing (Flush took it) keeps the pace free
+	}
 	if len(s.pending) == 0 || rf.closed {
 		s.due = false
 		return
@@ -180,15 +188,15 @@ func (r *Receiver) writeRefusals(ctx context.Context, service string) {
 }
 
 // writePending takes service's count and adds it to the table, in one
-// transaction; on failure the count goes back, to be written next time.
-// The caller holds rf.write.
-func (r *Receiver) writePending(ctx context.Context, service string) error {
+// transaction, and reports whether there was any; on failure the count
+// goes back, to be written next time. The caller holds rf.write.
+func (r *Receiver) writePending(ctx context.Context, service string) (bool, error) {
 	rf := &r.refused
 	rf.mu.Lock()
 	s := rf.by[service]
 	if s == nil || len(s.pending) == 0 {
 		rf.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	taken := s.pending
 	s.pending = map[refusalKey]*refusalTally{}
@@ -215,7 +223,7 @@ func (r *Receiver) writePending(ctx context.Context, service string) error {
 		}
 		rf.mu.Unlock()
 	}
-	return err
+	return true, err
 }
 
 // Flush writes every refusal counted so far, whatever the pace; when it
@@ -232,7 +240,8 @@ func (r *Receiver) Flush(ctx context.Context) error {
 	rf.mu.Unlock()
 	var errs []error
 	for _, name := range services {
-		errs = append(errs, r.writePending(ctx, name))
+		_, err := r.writePending(ctx, name)
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
