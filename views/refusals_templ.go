@@ -97,7 +97,7 @@ func WebhookHealthLine(h WebhookHealth, now time.Time) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var5 string
-			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(": " + RefusalWords(h.LastReason) + ".")
+			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinStringErrs(": " + refusalWords(h.LastReason) + ".")
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/refusals.templ`, Line: 31, Col: 51}
 			}
@@ -259,9 +259,9 @@ func webhookHealthList(hs []WebhookHealth, now time.Time) templ.Component {
 	})
 }
 
-// RefusalWords says why deliveries were refused, and what to check, for
+// refusalWords says why deliveries were refused, and what to check, for
 // support staff.
-func RefusalWords(reason string) string {
+func refusalWords(reason string) string {
 	switch reason {
 	case "signature":
 		return "signature missing or did not match (check the webhook secret)"
