@@ -248,18 +248,26 @@ func (c *cli) serve() error {
 // work they no longer take, and before the deferred close of the database,
 // so that their last writes land: the scheduler's tasks end (sends finish or
 // hand back their leases), then reconciliation runs end interrupted, not
-// stuck as running, and new ones are refused.
+// stuck as running, and new ones are refused; last, the refused webhooks
+// counted since the inbox's last write are written.
 func (a *app) stop() {
 	_ = a.sched.Stop()
 	a.rec.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.inbox.Close(ctx); err != nil {
+		a.log.Warn("count refused webhooks at stop", "err", err)
+	}
 }
 
 // app is the wired product: the engine, the inbox, the schedules, the web.
 type app struct {
 	engine *outbox.Engine
+	inbox  *inbox.Receiver
 	rec    *reconcile.Reconciler
 	sched  *schedule.Scheduler
 	web    *web.Server
+	log    *slog.Logger
 }
 
 func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Logger, r *redact.Redactor) (*app, error) {
@@ -275,6 +283,9 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
+	if err := rc.RegisterMetrics(reg); err != nil {
+		return nil, err
+	}
 	// The scheduler goes by the engine's worker id, so that the schedules
 	// page and the attempt log name an instance alike.
 	sched, err := schedule.New(tasks(db, cfg, clk, log, eng, rc, rec),
@@ -288,7 +299,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	return &app{engine: eng, rec: rec, sched: sched, web: srv}, nil
+	return &app{engine: eng, inbox: rc, rec: rec, sched: sched, web: srv, log: log}, nil
 }
 
 // maxClockStep is how far this machine's clock may move against the

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,4 +327,29 @@ func TestTheInstanceKeepsToTheDatabasesClock(t *testing.T) {
 	require.Contains(t, logged.String(), "this machine's clock moved against the database's")
 	require.Contains(t, logged.String(), "moved_by=-5m0s database_ahead_by=-5m0s")
 	require.Equal(t, ref.Now(), clk.Now())
+}
+
+// Refused webhooks counted but not yet written when the process stops are
+// written by its stop, before the database closes.
+func TestStopWritesTheRefusedWebhooksStillCounted(t *testing.T) {
+	db := dbtest.SQLite(t)
+	cfg := config.Default()
+	cfg.Services = map[string]config.Service{"stripe": {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{"whsec_main_test"}}}}
+	clk, err := outbox.DatabaseClock(context.Background(), db, clock.Real{})
+	require.NoError(t, err)
+	a, err := assemble(cfg, db, clk, slog.New(slog.DiscardHandler), redact.New(nil))
+	require.NoError(t, err)
+	srv := httptest.NewServer(a.web.Handler())
+	defer srv.Close()
+	for range 3 { // the first is written at once, the others wait for the next second
+		res, err := http.Post(srv.URL+"/hooks/stripe", "application/json", strings.NewReader(`{"id":"evt_1"}`))
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	}
+	srv.Close()
+	a.stop()
+	sum, err := models.RefusalsSince(db, clk.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	require.EqualValues(t, 3, sum["stripe"].N)
 }

@@ -48,6 +48,9 @@ func (s *Server) listEvents(c echo.Context) error {
 	}
 	v := views.Events{Filter: vf, Services: s.eventServices(vf.Service), Types: types, Outcomes: eventOutcomes,
 		NewestURL: newestURL(c, "/events", "before")}
+	if v.Webhooks, err = s.eventsWebhookHealth(c, vf.Service); err != nil {
+		return err
+	}
 	for _, e := range events {
 		v.Events = append(v.Events, eventRow(e))
 	}
@@ -62,16 +65,29 @@ func (s *Server) listEvents(c echo.Context) error {
 // events are still listed). Not a DISTINCT over the table, which would read
 // every row.
 func (s *Server) eventServices(current string) []string {
-	var out []string
-	for _, name := range s.cfg.ServiceNames() {
-		if s.cfg.Services[name].Webhook != nil {
-			out = append(out, name)
-		}
-	}
+	out := s.webhookServices()
 	if current != "" && !slices.Contains(out, current) {
 		out = append(out, current)
 	}
 	return out
+}
+
+// eventsWebhookHealth is the events page's lines on refused and good
+// deliveries: every service that takes webhooks, or the filtered one.
+func (s *Server) eventsWebhookHealth(c echo.Context, filtered string) ([]views.WebhookHealth, error) {
+	names := s.webhookServices()
+	if filtered != "" {
+		names = slices.DeleteFunc(names, func(n string) bool { return n != filtered })
+	}
+	health, err := s.webhookHealth(c, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]views.WebhookHealth, 0, len(names))
+	for _, n := range names {
+		out = append(out, health[n])
+	}
+	return out, nil
 }
 
 // eventTypes are the type filter's choices: every type the inbox has

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,7 @@ type hubspotWorld struct {
 	t   *testing.T
 	db  *gorm.DB
 	srv *httptest.Server
+	rc  *inbox.Receiver
 }
 
 func newHubSpotWorld(t *testing.T, db *gorm.DB) *hubspotWorld {
@@ -72,7 +74,7 @@ func newHubSpotWorld(t *testing.T, db *gorm.DB) *hubspotWorld {
 			ExternalKey: "contact_" + id, ExternalID: strconv.Itoa(5100 + i), Status: models.StatusSuccess,
 			NextAttemptAt: before, PushedHash: hash, CreatedAt: before, UpdatedAt: before}).Error)
 	}
-	return &hubspotWorld{t: t, db: db, srv: srv}
+	return &hubspotWorld{t: t, db: db, srv: srv, rc: rc}
 }
 
 // hubspotEvent is one event as HubSpot's Webhooks API documents its
@@ -246,6 +248,17 @@ func TestHubSpotRefusesWhatItDidNotSign(t *testing.T) {
 		}
 		require.Zero(t, countEvents(t, db), "a refused delivery records nothing")
 		require.Equal(t, "First", w.firstName(1))
+
+		// The refused count shows it, without the bodies.
+		require.NoError(t, w.rc.Flush(context.Background()))
+		refused, err := models.RefusalsSince(db, hookNow.Add(-24*time.Hour))
+		require.NoError(t, err)
+		require.EqualValues(t, 4, refused["hubspot"].N)
+		var rows []models.WebhookRefusal
+		require.NoError(t, db.Find(&rows).Error)
+		for _, r := range rows {
+			require.NotContains(t, r.LastDetail, "Name-", "no body is stored")
+		}
 	})
 }
 

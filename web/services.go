@@ -46,6 +46,10 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 	for _, r := range rows {
 		paces[r.Service] = r
 	}
+	deliveries, err := s.webhookHealth(c, s.webhookServices())
+	if err != nil {
+		return err
+	}
 	paused := map[string]views.PausedService{}
 	for _, ps := range p.Paused {
 		paused[ps.Name] = ps
@@ -62,6 +66,9 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 		}
 		if r, ok := paces[name]; ok {
 			fillPace(&card, s.cfg.Services[name], r, s.clock.Now())
+		}
+		if d, ok := deliveries[name]; ok {
+			card.Deliveries = &d
 		}
 		fillHealth(&card, outcomes)
 		fillLinks(&card, counts)

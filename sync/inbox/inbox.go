@@ -70,6 +70,8 @@ type Receiver struct {
 	mu       sync.Mutex
 	lastWarn map[string]time.Time
 
+	refused refusals // refused deliveries counted, not yet written (refusals.go)
+
 	// writer, on SQLite only, lets one webhook transaction at a time ask for
 	// the database's single write lock. Writers that queue here are handed
 	// the turn the moment it is free; writers that queue in SQLite's busy
@@ -184,16 +186,16 @@ func (r *Receiver) Receive(ctx context.Context, service string, d Delivery) (Ans
 	ev, err := verify.VerifyRequest(hk.verify, verify.Request{Method: d.Method, URL: d.URL}, d.Header, d.Body, now)
 	switch {
 	case errors.Is(err, verify.ErrNoEventID):
-		return Answer{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return Answer{}, r.refuse(ctx, service, ErrBadEvent, err)
 	case errors.Is(err, verify.ErrBadConfig):
 		return Answer{}, err // our fault, not the sender's: a 5xx, and the provider re-sends after the fix
 	case err != nil:
 		r.warn(service, err)
-		return Answer{}, fmt.Errorf("%w: %v", ErrRejected, err)
+		return Answer{}, r.refuse(ctx, service, ErrRejected, err)
 	}
 	events, batch, err := hk.split(service, ev, d.Body)
 	if err != nil {
-		return Answer{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return Answer{}, r.refuse(ctx, service, ErrBadEvent, err)
 	}
 	payloads := make([]string, len(events)) // before the transaction: they need no lock
 	for i, in := range events {
@@ -306,10 +308,14 @@ func (r *Receiver) Replay(ctx context.Context, service, eventID string) (Result,
 	return res, err
 }
 
-// Prune deletes processed events older than the retention, in batches.
+// Prune deletes processed events older than the retention, in batches,
+// and the counts of refused deliveries as old.
 func (r *Receiver) Prune(ctx context.Context, retention time.Duration) (int64, error) {
 	var total int64
 	before := r.clock.Now().Add(-retention)
+	if _, err := models.PruneRefusals(r.db.WithContext(ctx), before); err != nil {
+		return 0, err
+	}
 	for ctx.Err() == nil {
 		n, err := models.PruneEvents(r.db.WithContext(ctx), before, 5000)
 		total += n
