@@ -110,8 +110,12 @@ func (s *Server) showEvent(c echo.Context) error {
 	return s.renderEvent(c, http.StatusOK, "")
 }
 
-// renderEvent shows the event named in the path, with the reason a replay
-// just failed when there is one.
+// eventReplaysShown bounds the replay history on an event's page; the page
+// says how many older replays it leaves out.
+const eventReplaysShown = 50
+
+// renderEvent shows the event named in the path, its first outcome and its
+// replays, with the reason a replay just failed when there is one.
 func (s *Server) renderEvent(c echo.Context, status int, replayErr string) error {
 	service, id, err := eventParams(c)
 	if err != nil {
@@ -126,6 +130,15 @@ func (s *Server) renderEvent(c echo.Context, status int, replayErr string) error
 	if ev.LastDuplicateAt != nil {
 		v.LastDuplicateAt = *ev.LastDuplicateAt
 	}
+	replays, total, err := models.EventReplays(s.requestDB(c), service, id, eventReplaysShown)
+	if err != nil {
+		return err
+	}
+	for _, r := range replays {
+		v.Replays = append(v.Replays, views.ReplayRow{At: r.ReplayedAt, By: r.ReplayedBy, Outcome: r.Outcome, Note: r.Note})
+	}
+	v.OlderReplays = total - int64(len(replays))
+	v.AuditURL = "/audit?" + url.Values{"action": {action.EventReplay}, "target": {service + "/" + id}}.Encode()
 	return s.renderStatus(c, status, views.EventPage(s.page(c, "Webhook event", "/events"), v))
 }
 
@@ -137,7 +150,8 @@ func (s *Server) replayEvent(c echo.Context) error {
 		return err
 	}
 	target := service + "/" + id
-	res, err := s.inbox.Replay(c.Request().Context(), service, id)
+	who, _ := actor(c)
+	res, err := s.inbox.Replay(c.Request().Context(), service, id, who)
 	if err != nil {
 		s.audit(c, action.EventReplay, target, models.OutcomeFailure, err.Error())
 		p := problemFor(err)

@@ -118,7 +118,12 @@ func TestBrowserEventsReplayAndSchedules(t *testing.T) {
 	require.Contains(t, flash, "The event was replayed")
 	outcome, err := chromedp.Run(ctx, chromedp.Text(testid("event-outcome")))
 	require.NoError(t, err)
-	require.Contains(t, outcome, "Applied")
+	require.Contains(t, outcome, "Failed", "the first outcome stands")
+	replayed, err := chromedp.Run(ctx, chromedp.Text(testid("replay-row")))
+	require.NoError(t, err)
+	require.Contains(t, replayed, "olga@example.com")
+	require.Contains(t, replayed, "Applied")
+	require.Contains(t, replayed, "payment pay_2291 refunded")
 	browsertest.Screenshot(ctx, t, "event-replayed")
 	require.Equal(t, int64(1), b.auditCount("event.replay", models.OutcomeSuccess))
 

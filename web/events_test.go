@@ -246,7 +246,7 @@ func TestReplayAsOperatorAndRefusedToAViewer(t *testing.T) {
 		r = op.get(r.header.Get("Location"))
 		require.Contains(t, r.body, `data-testid="flash"`)
 		require.Contains(t, r.body, "The event was replayed")
-		require.Contains(t, r.body, "replayed: payment pay_1 marked paid")
+		require.Contains(t, r.body, "payment pay_1 marked paid")
 		require.Contains(t, r.body, "Applied")
 
 		r = op.post(page, "/events/stripe/evt_nope/replay", nil)

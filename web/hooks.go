@@ -57,7 +57,8 @@ func (s *Server) hookURL(c echo.Context) string {
 // stored event's effect again, deliberately. Audited.
 func (s *Server) apiReplayEvent(c echo.Context) error {
 	service, id := c.Param("service"), c.Param("id")
-	res, err := s.inbox.Replay(c.Request().Context(), service, id)
+	who, _ := actor(c)
+	res, err := s.inbox.Replay(c.Request().Context(), service, id, who)
 	if err != nil {
 		s.audit(c, action.EventReplay, service+"/"+id, models.OutcomeFailure, err.Error())
 		return err

@@ -69,7 +69,7 @@ var flashes = map[string]flash{
 	"token-revoked":          {"The token is revoked; calls that use it now get 401.", false},
 	"link-failed":            {"The link is marked failed; it will not be retried until someone asks.", false},
 	"link-recreated":         {"A new create is queued, with a new idempotency key.", false},
-	"event-replayed":         {"The event was replayed. The outcome and note below are from this replay.", false},
+	"event-replayed":         {"The event was replayed. What it did is at the top of Replays below.", false},
 	"task-started":           {"The task was started. Its outcome shows here when it finishes: reload the page in a moment.", false},
 	"task-busy":              {"That task is already running, so it was not started a second time.", false},
 	"runs-started":           {"A reconciliation run was started for every service. They are listed below; open one to follow it.", false},

@@ -274,15 +274,20 @@ func (r *Receiver) effect(ctx context.Context, tx *gorm.DB, hk *hook, in Event, 
 	return models.EventApplied, note, nil
 }
 
-// Replay applies a stored event's effect again, on purpose. Effects are
-// idempotent (guarded transitions, desired state, upserts by key), so a
-// replay can only bring the state to where the event says it should be.
-// The stored payload is redacted: effects read only ids, keys and statuses.
+// Replay applies a stored event's effect again, on purpose, for by (who
+// asked, as the audit log names them). Effects are idempotent (guarded
+// transitions, desired state, upserts by key), so a replay can only bring
+// the state to where the event says it should be. The stored payload is
+// redacted: effects read only ids, keys and statuses.
+//
+// The event keeps its first outcome and note; the replay's own go in a row
+// of the event's replay history, in the effect's transaction, so a replay
+// that rolls back leaves no row and every replay that counts leaves one.
 //
 // An event that is not stored is models.ErrNotFound; one of a service whose
 // webhook settings are gone is ErrNoWebhooks; one whose payload cannot be
 // read is ErrUnreadableStored.
-func (r *Receiver) Replay(ctx context.Context, service, eventID string) (Result, error) {
+func (r *Receiver) Replay(ctx context.Context, service, eventID, by string) (Result, error) {
 	hk, ok := r.hooks[service]
 	if !ok {
 		if _, err := models.EventByID(r.db.WithContext(ctx), service, eventID); err != nil {
@@ -300,10 +305,12 @@ func (r *Receiver) Replay(ctx context.Context, service, eventID string) (Result,
 		if err != nil {
 			return fmt.Errorf("%w (%v)", ErrUnreadableStored, err)
 		}
-		if res.Outcome, res.Note, err = r.effect(ctx, tx, hk, in, r.clock.Now()); err != nil {
+		now := r.clock.Now()
+		if res.Outcome, res.Note, err = r.effect(ctx, tx, hk, in, now); err != nil {
 			return err
 		}
-		return models.SetEventOutcome(tx, service, eventID, res.Outcome, "replayed: "+r.redact.Text(res.Note))
+		return models.RecordReplay(tx, models.EventReplay{Provider: service, EventID: eventID, ReplayedAt: now,
+			ReplayedBy: by, Outcome: res.Outcome, Note: r.redact.Text(res.Note)})
 	})
 	return res, err
 }
