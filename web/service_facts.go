@@ -40,6 +40,7 @@ func describeService(name string, svc config.Service) views.ServiceCard {
 	}
 	if w := svc.Webhook; w != nil {
 		card.Webhook = &views.ServiceWebhook{Path: "/hooks/" + name, Scheme: schemeWords(*w), Effects: effectsWords(*w)}
+		card.EventEffects = eventEffects(name, *w)
 		for i, sec := range w.Secrets {
 			st := secretState(sec)
 			st.Name = "Signing secret"
@@ -234,4 +235,66 @@ func effectsWords(w config.Webhook) string {
 		}
 	}
 	return fmt.Sprintf("applies %d kinds of event: %s", len(r.Effects.Table), strings.Join(parts, ", "))
+}
+
+// eventEffects says what each row of a webhook's effect table does, exact
+// types first (sorted), then patterns from the most to the least specific,
+// as the inbox chooses them.
+func eventEffects(service string, w config.Webhook) []views.EventEffect {
+	r, err := w.Resolved()
+	if err != nil {
+		return nil
+	}
+	keys := slices.Collect(maps.Keys(r.Effects.Table))
+	slices.SortFunc(keys, func(a, b string) int {
+		pa, pb := strings.ContainsAny(a, "*?["), strings.ContainsAny(b, "*?[")
+		switch {
+		case pa != pb:
+			return cmp.Compare(boolInt(pa), boolInt(pb))
+		case pa && len(a) != len(b):
+			return cmp.Compare(len(b), len(a))
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([]views.EventEffect, 0, len(keys)+1)
+	for _, k := range keys {
+		out = append(out, views.EventEffect{On: k, Does: effectWords(service, r, r.Effects.Table[k])})
+	}
+	if _, any := r.Effects.Table["*"]; !any && len(out) > 0 {
+		out = append(out, views.EventEffect{On: "*", Does: "stored, nothing done"})
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// effectWords is one effect in a support person's words.
+func effectWords(service string, w config.Webhook, e config.Effect) string {
+	switch e.Kind() {
+	case config.EffectSetState:
+		return fmt.Sprintf("sets %s to %s (never back: %s)", w.StateField, e.SetState, strings.Join(w.States, " → "))
+	case config.EffectUpdateFields:
+		if e.UpdateFields.Expr != "" {
+			return "updates the record's fields from the event"
+		}
+		return "updates " + strings.Join(slices.Sorted(maps.Keys(e.UpdateFields.Fields)), ", ") + " from the event"
+	case config.EffectKeepOurs:
+		return "where the provider holds other values, pushes ours again"
+	case config.EffectMarkDeleted:
+		if e.MarkDeleted == config.DeletedRecreate {
+			return "marks the object deleted and creates it again"
+		}
+		return "marks the object deleted; a person re-creates it from the link page"
+	case config.EffectAdopt:
+		if e.NewRecords != "" {
+			return "links the object to the record whose key it carries, or keeps it as a new " + strings.ReplaceAll(e.NewRecords, "{service}", service) + " record"
+		}
+		return "links the object to the record whose key it carries"
+	}
+	return "ignored"
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/services"
+	"github.com/syncdesk/syncdesk/views"
 )
 
 // The secret values the services below are configured with: none of them
@@ -381,4 +382,32 @@ func TestServicesPageShowsTheLearnedPaceAndAHold(t *testing.T) {
 		admin := b.signedIn("root@example.com", models.RoleAdmin).get("/services").body
 		require.Contains(t, admin, "crm allows 50 calls per 10s (its headers say); syncdesk keeps to 4.3 a second")
 	})
+}
+
+// Everyone, not only admins, reads what each webhook event does.
+func TestServicesPageSaysWhatEachEventDoes(t *testing.T) {
+	b := setupServices(t, dbtest.SQLite(t))
+	r := b.signedIn("vic@example.com", models.RoleViewer).get("/services")
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	for _, want := range []string{
+		`data-testid="event-effects-payments"`,
+		"<code>payment.succeeded</code>: sets status to paid (never back: pending → paid → refunded)",
+		"<code>deal.deleted</code>: marks the object deleted; a person re-creates it from the link page",
+		"<code>deal.updated</code>: where the provider holds other values, pushes ours again",
+		"<code>contact.created</code>: links the object to the record whose key it carries, or keeps it as a new crm_contact record",
+	} {
+		require.Contains(t, r.body, want)
+	}
+
+	hub := config.Webhook{Scheme: "hubspot", Secrets: []string{"k"}, EventID: ".eventId", Effects: config.Effects{Table: map[string]config.Effect{
+		"*":                      {Ignore: true},
+		"*.deletion":             {MarkDeleted: config.DeletedRecreate},
+		"contact.propertyChange": {UpdateFields: config.Body{Fields: map[string]string{"last_name": ".v", "email": ".v"}}},
+	}}}
+	got := eventEffects("hubspot", hub)
+	require.Equal(t, []views.EventEffect{
+		{On: "contact.propertyChange", Does: "updates email, last_name from the event"},
+		{On: "*.deletion", Does: "marks the object deleted and creates it again"},
+		{On: "*", Does: "ignored"},
+	}, got, "exact types first, then patterns from the most specific, as the inbox chooses")
 }
