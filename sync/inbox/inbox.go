@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ type hook struct {
 	eventID, eventType *mapping.Expr
 	effects            map[string]Effect // keyed as the table: event types and patterns
 	handled            map[string]Effect // set by Handle, by exact type; before the table
+	// idPaths are every path the table reads an id or a key with: what
+	// they find is kept readable in the stored copy (see keptIDs).
+	idPaths []*mapping.Expr
 }
 
 // Receiver accepts webhooks for the configured services.
@@ -119,8 +123,50 @@ func newHook(s config.Service) (*hook, error) {
 	if h.eventType, err = mapping.CompileExpr("event_type", w.EventType); err != nil {
 		return nil, err
 	}
+	if h.idPaths, err = idPaths(w); err != nil {
+		return nil, err
+	}
 	h.effects, err = compileEffects(w, s)
 	return h, err
+}
+
+// idPaths compiles, once each, the paths of w that find ids and keys.
+func idPaths(w config.Webhook) ([]*mapping.Expr, error) {
+	srcs := []string{w.Paths.ID, w.Paths.Key}
+	for _, e := range w.Effects.Table {
+		srcs = append(srcs, e.ID, e.Key)
+	}
+	slices.Sort(srcs)
+	var out []*mapping.Expr
+	for _, src := range slices.Compact(srcs) {
+		if src == "" {
+			continue
+		}
+		e, err := mapping.CompileExpr(src, src)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// keptIDs are the ids and keys an event's paths find. The redactor masks
+// long runs of letters and digits as likely secrets, and a provider's ids
+// are such runs (Stripe's pi_3MtwBwLkdIwHu7ix28a3tqPa): masked in the
+// stored copy, a replay would look the link up by "[redacted]".
+func (hk *hook) keptIDs(ev Event) []string {
+	ids := []string{ev.ID}
+	for _, e := range hk.idPaths {
+		if v, ok, err := e.Eval(ev.Doc); err == nil && ok {
+			switch v.(type) {
+			case map[string]any, []any, bool:
+			default:
+				ids = append(ids, mapping.Text(v))
+			}
+		}
+	}
+	return ids
 }
 
 func verifyConfig(w config.Webhook) verify.Config {
@@ -198,14 +244,16 @@ func (r *Receiver) Receive(ctx context.Context, service string, d Delivery) (Ans
 		return Answer{}, r.refuse(ctx, service, ErrBadEvent, err)
 	}
 	payloads := make([]string, len(events)) // before the transaction: they need no lock
+	redactors := make([]*redact.Redactor, len(events))
 	for i, in := range events {
-		payloads[i] = storableText(string(r.redact.JSON(in.Raw)))
+		redactors[i] = r.redact.Keeping(hk.keptIDs(in)...)
+		payloads[i] = storableText(string(redactors[i].JSON(in.Raw)))
 	}
 	answer := Answer{Events: make([]Result, len(events)), batch: batch}
 	err = r.transaction(ctx, func(tx *gorm.DB) error {
 		for i, in := range events {
 			var err error
-			if answer.Events[i], err = r.apply(ctx, tx, hk, in, payloads[i], now); err != nil {
+			if answer.Events[i], err = r.apply(ctx, tx, hk, in, payloads[i], redactors[i], now); err != nil {
 				return err
 			}
 		}
@@ -230,7 +278,7 @@ func (r *Receiver) transaction(ctx context.Context, fn func(tx *gorm.DB) error) 
 
 // apply records the event and, when it is new, runs its effect; a duplicate
 // only counts. Both in the caller's transaction; payload is the redacted body.
-func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk *hook, in Event, payload string, now time.Time) (Result, error) {
+func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk *hook, in Event, payload string, red *redact.Redactor, now time.Time) (Result, error) {
 	res := Result{EventID: in.ID}
 	inserted, err := models.RecordEvent(tx, models.ProcessedEvent{Provider: in.Service, EventID: in.ID, EventType: in.Type,
 		ReceivedAt: now, Outcome: models.EventApplied, Payload: payload})
@@ -252,7 +300,7 @@ func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk *hook, in Event, p
 	if err != nil {
 		return res, err
 	}
-	return res, models.SetEventOutcome(tx, in.Service, in.ID, res.Outcome, r.redact.Text(res.Note))
+	return res, models.SetEventOutcome(tx, in.Service, in.ID, res.Outcome, red.Text(res.Note))
 }
 
 // effect runs the event's effect and names the outcome.
@@ -310,7 +358,7 @@ func (r *Receiver) Replay(ctx context.Context, service, eventID, by string) (Res
 			return err
 		}
 		return models.RecordReplay(tx, models.EventReplay{Provider: service, EventID: eventID, ReplayedAt: now,
-			ReplayedBy: by, Outcome: res.Outcome, Note: r.redact.Text(res.Note)})
+			ReplayedBy: by, Outcome: res.Outcome, Note: r.redact.Keeping(hk.keptIDs(in)...).Text(res.Note)})
 	})
 	return res, err
 }

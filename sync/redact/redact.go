@@ -54,6 +54,36 @@ type Redactor struct {
 	// record masks the values of one record's sensitive fields (ForPayload);
 	// nil in a Redactor from New.
 	record *matcher
+	// keep are ids that long runs of token characters are not masked in
+	// (Keeping); nil in a Redactor from New.
+	keep []string
+}
+
+// Keeping returns a Redactor that, besides what r masks, leaves alone the
+// long runs of token characters that lie within one of ids: the values
+// that configuration says are a provider's ids or our keys (Stripe's
+// pi_3MtwBwLkdIwHu7ix28a3tqPa looks like a token, and a webhook's effect
+// is replayed from the stored copy). Known secrets, sensitive fields and
+// every other pattern are masked as before: a known secret is masked even
+// where it is given as an id.
+func (r *Redactor) Keeping(ids ...string) *Redactor {
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return len(id) < minSecret })
+	if len(ids) == 0 {
+		return r
+	}
+	c := *r
+	c.keep = append(slices.Clone(r.keep), ids...)
+	return &c
+}
+
+// maskRun masks a run of token characters unless it lies within a kept id.
+func (r *Redactor) maskRun(run string) string {
+	for _, id := range r.keep {
+		if strings.Contains(id, run) {
+			return run
+		}
+	}
+	return maskRun(run)
 }
 
 // keyRules are the sensitive fields and what Sensitive has decided.

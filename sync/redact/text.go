@@ -80,7 +80,7 @@ func (r *Redactor) Text(s string) string {
 		s = maskCards(s)
 	}
 	if longestTokenRun(s) >= minSecret {
-		s = tokenRun.ReplaceAllStringFunc(s, maskRun)
+		s = tokenRun.ReplaceAllStringFunc(s, r.maskRun)
 	}
 	return s
 }
