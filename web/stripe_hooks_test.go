@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -21,7 +19,6 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/clock"
-	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/outbox"
@@ -81,10 +78,7 @@ type stripeSite struct {
 
 func newStripeSite(t *testing.T, db *gorm.DB) *stripeSite {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "syncdesk.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(stripeConfig), 0o600))
-	cfg, err := config.Load(path, config.Overrides{})
-	require.NoError(t, err)
+	cfg := loadConfig(t, stripeConfig)
 	require.NotNil(t, cfg.Services["stripe"].Webhook, "webhook: switches the preset's webhook settings on")
 
 	// Wired as main's assemble does; the engine is not started, so nothing
@@ -195,8 +189,16 @@ type stripePayment struct {
 }
 
 func newStripePayment(n int) stripePayment {
-	return stripePayment{n: n, key: fmt.Sprintf("payment_%d", n), intent: fmt.Sprintf("pi_3QaccTest%08d", n),
-		charge: fmt.Sprintf("ch_3QaccTest%08d", n), cust: fmt.Sprintf("cus_QaccTest%06d", n), created: stripeStart.Unix()}
+	return stripePayment{n: n, key: fmt.Sprintf("payment_%d", n), intent: stripeID("pi", "3QaccPi", n, 24),
+		charge: stripeID("ch", "3QaccCh", n, 24), cust: stripeID("cus", "QaccCu", n, 14), created: stripeStart.Unix()}
+}
+
+// stripeID is an id shaped as Stripe's: a prefix, then size letters and
+// digits (24 for events, PaymentIntents, Charges and Invoices, 14 for
+// Customers, as the examples of the API reference: pi_3MtwBwLkdIwHu7ix28a3tqPa,
+// cus_NffrFeUfNV2Hib).
+func stripeID(prefix, tag string, n, size int) string {
+	return fmt.Sprintf("%s_%s%0*d", prefix, tag, size-len(tag), n)
 }
 
 // The three events of a payment's life, and their effects in the preset.
@@ -211,12 +213,12 @@ const (
 func (p stripePayment) event(typ string) string {
 	switch typ {
 	case piCreated:
-		return stripeEvent(fmt.Sprintf("evt_1QaccCreated%06d", p.n), typ, p.created, p.intentObject("requires_payment_method", 0, "null"), "")
+		return stripeEvent(stripeID("evt", "1QaccCreated", p.n, 24), typ, p.created, p.intentObject("requires_payment_method", 0, "null"), "")
 	case piSucceeded:
-		return stripeEvent(fmt.Sprintf("evt_3QaccSucceeded%06d", p.n), typ, p.created+5,
+		return stripeEvent(stripeID("evt", "3QaccSucceeded", p.n, 24), typ, p.created+5,
 			p.intentObject("succeeded", 2000, fmt.Sprintf("%q", p.charge)), "")
 	case chRefunded:
-		return stripeEvent(fmt.Sprintf("evt_3QaccRefunded%06d", p.n), typ, p.created+3600, p.chargeObject(), `{"amount_refunded":0,"refunded":false}`)
+		return stripeEvent(stripeID("evt", "3QaccRefunded", p.n, 24), typ, p.created+3600, p.chargeObject(), `{"amount_refunded":0,"refunded":false}`)
 	}
 	panic("no such event: " + typ)
 }
@@ -332,6 +334,10 @@ func TestStripePresetPaymentEndsRefundedInAnyOrder(t *testing.T) {
 			require.Equal(t, p.intent, end.Link.ExternalID)
 		}
 
+		var leaked int64
+		require.NoError(t, db.Model(&models.ProcessedEvent{}).Where("payload LIKE ?", "%_secret_test%").Count(&leaked).Error)
+		require.Zero(t, leaked, "a PaymentIntent's client_secret is not stored")
+
 		var counts []struct {
 			EventType, Outcome string
 			N, Dups            int64
@@ -359,14 +365,14 @@ func TestStripePresetCustomerDeleted(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		site := newStripeSite(t, db)
-		site.linked("customer", "7", `{"email":"jenny.rosen@example.com","name":"Jenny Rosen"}`, "cus_QaccJenny0007")
+		site.linked("customer", "7", `{"email":"jenny.rosen@example.com","name":"Jenny Rosen"}`, "cus_QaccJennyR0007")
 		// The event carries the customer as it was when deleted.
-		customer := `{"id":"cus_QaccJenny0007","object":"customer","address":null,"balance":0,"created":1764417600,` +
+		customer := `{"id":"cus_QaccJennyR0007","object":"customer","address":null,"balance":0,"created":1764417600,` +
 			`"currency":"eur","default_source":null,"delinquent":false,"description":null,"email":"jenny.rosen@example.com",` +
 			`"invoice_prefix":"QACC0007","invoice_settings":{"custom_fields":null,"default_payment_method":null,"footer":null,` +
 			`"rendering_options":null},"livemode":false,"metadata":{"syncdesk_key":"customer_7"},"name":"Jenny Rosen",` +
 			`"phone":null,"preferred_locales":[],"shipping":null,"tax_exempt":"none","test_clock":null}`
-		deletedEvent := stripeEvent("evt_1QaccCustomerDeleted7", "customer.deleted", stripeStart.Unix()+60, customer, "")
+		deletedEvent := stripeEvent("evt_1QaccCustomerDeleted0007", "customer.deleted", stripeStart.Unix()+60, customer, "")
 
 		got := site.deliver(deletedEvent)
 		require.False(t, got.Duplicate)
@@ -375,7 +381,7 @@ func TestStripePresetCustomerDeleted(t *testing.T) {
 		require.NotNil(t, after.Link.RemoteDeletedAt, "the link knows its object is gone")
 		require.True(t, site.clock.Now().Equal(*after.Link.RemoteDeletedAt), "marked at the delivery's time: %v", after.Link.RemoteDeletedAt)
 		require.Equal(t, models.StatusFailed, after.Link.Status, "a person decides: it is in the failed list")
-		require.Equal(t, "stripe reports cus_QaccJenny0007 deleted (event evt_1QaccCustomerDeleted7). "+
+		require.Equal(t, "stripe reports cus_QaccJennyR0007 deleted (event evt_1QaccCustomerDeleted0007). "+
 			"Re-create it from the link page once you have confirmed it should exist.", after.Link.LastError)
 
 		again := site.deliver(deletedEvent)
@@ -400,15 +406,15 @@ func TestStripePresetIgnoresUnrelatedEvents(t *testing.T) {
 		p := newStripePayment(1)
 		site.linked("payment", "1", `{"amount":2000,"currency":"eur","status":"pending"}`, p.intent)
 		before := site.rows("payment", "1")
-		invoice := fmt.Sprintf(`{"id":"in_1QaccTest0001","object":"invoice","account_country":"DE","amount_due":2000,`+
+		invoice := fmt.Sprintf(`{"id":"in_1QaccInvoice000000000001","object":"invoice","account_country":"DE","amount_due":2000,`+
 			`"amount_paid":2000,"amount_remaining":0,"attempt_count":1,"attempted":true,"auto_advance":false,`+
 			`"billing_reason":"manual","collection_method":"charge_automatically","created":%d,"currency":"eur",`+
 			`"customer":%q,"livemode":false,"metadata":{"syncdesk_key":%q},"number":"QACC-0001","paid":true,`+
 			`"status":"paid","total":2000}`, p.created, p.cust, p.key)
-		got := site.deliver(stripeEvent("evt_1QaccInvoicePaid1", "invoice.paid", p.created+10, invoice, ""))
+		got := site.deliver(stripeEvent("evt_1QaccInvoicePaid00000001", "invoice.paid", p.created+10, invoice, ""))
 		require.False(t, got.Duplicate)
 		require.Equal(t, models.EventIgnored, got.Outcome, got.Note)
-		row, err := models.EventByID(db, "stripe", "evt_1QaccInvoicePaid1")
+		row, err := models.EventByID(db, "stripe", "evt_1QaccInvoicePaid00000001")
 		require.NoError(t, err)
 		require.Equal(t, "invoice.paid", row.EventType)
 		require.Equal(t, models.EventIgnored, row.Outcome)
