@@ -113,16 +113,10 @@ func (s *stripeSite) linked(localType, localID, payload, stripeID string) {
 		"status": models.StatusSuccess, "external_id": stripeID, "pushed_hash": rec.ContentHash}).Error)
 }
 
-// stripeAnswer is what syncdesk answered one delivery.
-type stripeAnswer struct {
-	status int
-	inbox.Result
-}
-
 // deliver signs the event with stripe-go's helper at the receiver's time,
 // as Stripe signs each attempt anew, checks that stripe-go itself takes the
 // delivery for a Stripe event of its API version, and posts it.
-func (s *stripeSite) deliver(event string) stripeAnswer {
+func (s *stripeSite) deliver(event string) inbox.Result {
 	s.t.Helper()
 	s.clock.Advance(time.Second)
 	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{
@@ -133,9 +127,9 @@ func (s *stripeSite) deliver(event string) stripeAnswer {
 	requireStripeObject(s.t, ev)
 
 	code, body := post(s.t, s.url, event, http.Header{"Stripe-Signature": {signed.Header}})
-	a := stripeAnswer{status: code}
+	var a inbox.Result
 	require.Equal(s.t, http.StatusOK, code, "%s: %s", ev.Type, body)
-	require.NoError(s.t, json.Unmarshal([]byte(body), &a.Result), body)
+	require.NoError(s.t, json.Unmarshal([]byte(body), &a), body)
 	require.Equal(s.t, ev.ID, a.EventID)
 	return a
 }
