@@ -415,3 +415,30 @@ func TestStripePresetIgnoresUnrelatedEvents(t *testing.T) {
 		require.Equal(t, before, site.rows("payment", "1"))
 	})
 }
+
+// A person replays a stored event once the record is set right, and it
+// applies as its first delivery would have: the replay's whole purpose.
+// Here the first delivery failed (the record's status was none of the
+// preset's states); the record is corrected, and the event replayed from
+// its page.
+func TestStripePresetReplayAfterTheRecordIsSetRight(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		site := newStripeSite(t, db)
+		p := newStripePayment(1)
+		site.linked("payment", "1", `{"amount":2000,"currency":"eur","status":"in_review"}`, p.intent)
+		got := site.deliver(p.event(piSucceeded))
+		require.Equal(t, models.EventFailed, got.Outcome, got.Note)
+		require.Equal(t, "in_review", site.rows("payment", "1").status(t))
+
+		_, err := site.eng.Upsert(context.Background(), "payment", "1", []byte(`{"amount":2000,"currency":"eur","status":"pending"}`))
+		require.NoError(t, err)
+		page := "/events/stripe/" + got.EventID
+		r := site.signedIn("olga@example.com", models.RoleOperator).post(page, page+"/replay", nil)
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		row, err := models.EventByID(db, "stripe", got.EventID)
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, row.Outcome, row.Error)
+		require.Equal(t, "paid", site.rows("payment", "1").status(t))
+	})
+}
