@@ -40,9 +40,12 @@ import (
 //	SYNCDESK_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	  go test -run '^$' -bench Webhook -count 5 ./web/
 //
-// BenchmarkWebhookDeliveries reports deliveries/s, the raw rate of the same
-// load measured just before it on a twin database (raw-tx/s), and their
-// ratio; BenchmarkWebhookRawTx reports the raw rate on its own (tx/s). Both
+// BenchmarkWebhookDeliveries reports deliveries/s (and events/s, the same:
+// one event a delivery), the raw rate of the same load measured just before
+// it on a twin database (raw-tx/s), and their ratio; BenchmarkWebhookRawTx
+// reports the raw rate on its own (tx/s); BenchmarkWebhookBatches
+// (hooks_batch_bench_test.go) delivers HubSpot's lists of 20 events, with
+// the same share of re-sends, and reports events/s beside deliveries/s. All
 // measure a warm server: an untimed warm-up first opens the connections and
 // prepares the statements that a running syncdesk already has.
 
@@ -66,10 +69,13 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 
 		db := open(b)
 		seedPayments(b, db, load.events())
-		url, client := benchServer(b, db)+"/hooks/"+benchService, benchClient(b)
-		dups := deliverAll(b, client, url, load.warm)
+		url, client := benchServer(b, db, stripeBenchServices())+"/hooks/"+benchService, benchClient(b)
+		send := func(order []int) func(i int) (int, error) {
+			return func(i int) (int, error) { return deliver(client, url, benchEvent(order[i])) }
+		}
+		dups := deliverAll(b, len(load.warm), send(load.warm))
 		b.ResetTimer()
-		dups += deliverAll(b, client, url, load.timed)
+		dups += deliverAll(b, len(load.timed), send(load.timed))
 		b.StopTimer()
 
 		load.check(b, db)
@@ -78,6 +84,7 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 		}
 		rate := float64(b.N) / b.Elapsed().Seconds()
 		b.ReportMetric(rate, "deliveries/s")
+		b.ReportMetric(rate, "events/s") // one event a delivery; beside BenchmarkWebhookBatches'
 		b.ReportMetric(raw, "raw-tx/s")
 		b.ReportMetric(rate/raw, "ratio")
 	})
@@ -199,12 +206,11 @@ func seedPayments(b *testing.B, db *gorm.DB, n int) {
 	}
 }
 
-// benchServer serves the real handler with the Stripe service and its
-// payments effects, on the real clock, and returns its URL.
-func benchServer(b *testing.B, db *gorm.DB) string {
+// benchServer serves the real handler with the given services' webhooks, on
+// the real clock, and returns its URL.
+func benchServer(b *testing.B, db *gorm.DB, services map[string]config.Service) string {
 	b.Helper()
 	log := slog.New(slog.DiscardHandler)
-	services := map[string]config.Service{benchService: {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{stripeSecret}, Effects: config.EffectSet("payments")}}}
 	rc, err := inbox.New(db, services, realClock{}, log, redact.New(nil))
 	if err != nil {
 		b.Fatal(err)
@@ -220,6 +226,11 @@ func benchServer(b *testing.B, db *gorm.DB) string {
 	return srv.URL
 }
 
+// stripeBenchServices is the Stripe-signed service with the payments effects.
+func stripeBenchServices() map[string]config.Service {
+	return map[string]config.Service{benchService: {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{stripeSecret}, Effects: config.EffectSet("payments")}}}
+}
+
 // benchClient is the providers' side: up to benchClients keep-alive
 // connections, kept from the warm-up to the timed deliveries.
 func benchClient(b *testing.B) *http.Client {
@@ -228,22 +239,21 @@ func benchClient(b *testing.B) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// deliverAll sends the deliveries from benchClients goroutines, signing each
-// as Stripe does when it sends, and returns how many answers said duplicate.
-func deliverAll(b *testing.B, client *http.Client, url string, order []int) int {
+// deliverAll makes n deliveries from benchClients goroutines, send(i)
+// making delivery i and returning how many of its events were answered as
+// duplicates; it returns their sum.
+func deliverAll(b *testing.B, n int, send func(i int) (int, error)) int {
 	var next, dups atomic.Int64
 	var wg sync.WaitGroup
 	for range benchClients {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(order) && !b.Failed(); i = int(next.Add(1) - 1) {
-				dup, err := deliver(client, url, benchEvent(order[i]))
+			for i := int(next.Add(1) - 1); i < n && !b.Failed(); i = int(next.Add(1) - 1) {
+				d, err := send(i)
 				if err != nil {
 					b.Errorf("delivery %d: %v", i, err)
 					return
 				}
-				if dup {
-					dups.Add(1)
-				}
+				dups.Add(int64(d))
 			}
 		})
 	}
@@ -254,35 +264,44 @@ func deliverAll(b *testing.B, client *http.Client, url string, order []int) int 
 	return int(dups.Load())
 }
 
-// deliver posts one freshly signed delivery and reports whether syncdesk
-// answered that it was a duplicate.
-func deliver(client *http.Client, url, body string) (bool, error) {
+// deliver posts one delivery signed freshly as Stripe signs each, and
+// reports whether syncdesk answered that it was a duplicate (1) or not (0).
+func deliver(client *http.Client, url, body string) (int, error) {
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	mac := hmac.New(sha256.New, []byte(stripeSecret))
 	mac.Write([]byte(ts + "." + body))
+	var ans inbox.Result
+	err := postBench(client, url, body, http.Header{"Stripe-Signature": {"t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))}}, &ans)
+	if ans.Duplicate {
+		return 1, err
+	}
+	return 0, err
+}
+
+// postBench posts a delivery and decodes the 200 answer into ans.
+func postBench(client *http.Client, url, body string, h http.Header, ans any) error {
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
-		return false, err
+		return err
 	}
+	req.Header = h
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Stripe-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
 	res, err := client.Do(req)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if res.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("status %d: %s", res.StatusCode, raw)
+		return fmt.Errorf("status %d: %s", res.StatusCode, raw)
 	}
-	var ans inbox.Result
-	if err := json.Unmarshal(raw, &ans); err != nil {
-		return false, fmt.Errorf("answer %s: %w", raw, err)
+	if err := json.Unmarshal(raw, ans); err != nil {
+		return fmt.Errorf("answer %s: %w", raw, err)
 	}
-	return ans.Duplicate, nil
+	return nil
 }
 
 // runRaw measures the raw transaction rate of a load on a fresh database,

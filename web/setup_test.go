@@ -7,6 +7,8 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -64,6 +66,17 @@ func setup(t *testing.T, db *gorm.DB) *bundle {
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return &bundle{t: t, db: db, clock: clk, srv: srv, cfg: cfg, eng: eng, crm: crm, web: s}
+}
+
+// loadConfig loads a configuration file as syncdesk does at start, presets
+// expanded and every setting checked.
+func loadConfig(t testing.TB, yaml string) config.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "syncdesk.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))
+	cfg, err := config.Load(path, config.Overrides{})
+	require.NoError(t, err)
+	return cfg
 }
 
 // setupSQLite serves syncdesk on a fresh SQLite file.
