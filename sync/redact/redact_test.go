@@ -192,3 +192,19 @@ func TestExcerpt(t *testing.T) {
 		require.True(t, utf8.ValidString(got))
 	}
 }
+
+// Ids that configuration names stay readable; a secret does not, even
+// when it is given as one, and neither does a token around an id.
+func TestKeepingLeavesNamedIDsReadable(t *testing.T) {
+	r := New(nil)
+	r.AddSecrets("sk_live_51HqLyjWDarjtT1zdp7dcXYZabc")
+	id := "pi_3MtwBwLkdIwHu7ix28a3tqPa"
+	body := `{"id":"` + id + `","token":"x","note":"sk_live_51HqLyjWDarjtT1zdp7dcXYZabc","other":"ab12cd34ef56gh78ij90kl12mn34","cs":"` + id + `_secret_YrKJUKribcBjcG8HVhfZluoGH"}`
+	require.NotContains(t, string(r.JSON([]byte(body))), id, "by itself, a long id looks like a token")
+	got := string(r.Keeping(id, "sk_live_51HqLyjWDarjtT1zdp7dcXYZabc", "short").JSON([]byte(body)))
+	require.Contains(t, got, `"id":"`+id+`"`)
+	require.NotContains(t, got, "sk_live_51HqLyjWDarjtT1zdp7dcXYZabc", "a known secret is masked even when named as an id")
+	require.NotContains(t, got, "ab12cd34ef56gh78ij90kl12mn34", "other tokens are masked as before")
+	require.NotContains(t, got, "_secret_YrKJUKribcBjcG8HVhfZluoGH", "a token that holds an id is not the id")
+	require.Same(t, r, r.Keeping("short"), "no id long enough to be masked: the redactor itself")
+}
