@@ -1,0 +1,115 @@
+package inbox
+
+import (
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/redact"
+)
+
+// shop is a Stripe-signed service whose effects are the table given, with
+// the webhook paths every test here shares.
+func shop(t *testing.T, db *gorm.DB, table map[string]config.Effect) *env {
+	e := setup(t, db)
+	w := &config.Webhook{Scheme: "stripe", Secrets: []string{paySecret}, States: []string{"pending", "paid"},
+		Paths:   config.EventPaths{ID: ".data.object.id", Key: ".data.object.metadata.key", OccurredAt: ".created"},
+		Effects: config.Effects{Table: table}}
+	rc, err := New(db, map[string]config.Service{"payments": {Webhook: w}}, e.clock, slog.New(slog.DiscardHandler), redact.New(nil))
+	require.NoError(t, err)
+	e.rc = rc
+	return e
+}
+
+func shopEvent(evt, typ, object string, created int64) string {
+	return `{"id":"` + evt + `","type":"` + typ + `","created":` + strconv.FormatInt(created, 10) + `,"data":{"object":` + object + `}}`
+}
+
+// mark_deleted: recreate marks the link and queues a new create at once,
+// with a new idempotency key; leave waits for a person.
+func TestMarkDeletedThenRecreate(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := shop(t, db, map[string]config.Effect{"customer.deleted": {MarkDeleted: config.DeletedRecreate}})
+		e.payment("1")
+		before := e.link("payments", "1")
+		res, err := e.deliver("payments", shopEvent("evt_del", "customer.deleted", `{"id":"pay_1"}`, e.clock.Now().Unix()))
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+		require.Contains(t, res.Note, "a new one is being created")
+		l := e.link("payments", "1")
+		require.Equal(t, models.StatusNew, l.Status)
+		require.Empty(t, l.ExternalID, "the next send is a create")
+		require.Nil(t, l.RemoteDeletedAt)
+		require.NotEqual(t, before.IdempotencyKey, l.IdempotencyKey, "a new key: the old one would replay the deleted object")
+	})
+}
+
+// adopt links the object that carries our key to the link that never
+// learned its id; the next push is an update of that object.
+func TestAdoptLinksTheObjectCarryingOurKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := shop(t, db, map[string]config.Effect{"customer.created": {Adopt: true}})
+		now := e.clock.Now()
+		payload, hash, err := models.CanonicalPayload([]byte(`{"email":"a@example.com"}`))
+		require.NoError(t, err)
+		require.NoError(t, db.Create(&models.Record{LocalType: "customer", LocalID: "7", Payload: payload, ContentHash: hash, CreatedAt: now, UpdatedAt: now}).Error)
+		require.NoError(t, db.Create(&models.Link{LocalType: "customer", LocalID: "7", ExternalService: "payments", ExternalKey: "customer_7",
+			Status: models.StatusRetry, NeedsLookup: true, Attempts: 2, NextAttemptAt: now.Add(time.Hour), CreatedAt: now, UpdatedAt: now}).Error)
+
+		res, err := e.deliver("payments", shopEvent("evt_c1", "customer.created", `{"id":"cus_9","metadata":{"key":"customer_7"}}`, now.Unix()))
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+		l := e.link("payments", "7")
+		require.Equal(t, "cus_9", l.ExternalID)
+		require.Equal(t, models.StatusNew, l.Status, "what the provider holds is unknown: ours is pushed as an update")
+		require.False(t, l.NextAttemptAt.After(now))
+
+		res, err = e.deliver("payments", shopEvent("evt_c2", "customer.created", `{"id":"cus_9","metadata":{"key":"customer_7"}}`, now.Unix()))
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome)
+		require.Contains(t, res.Note, "already linked to cus_9")
+		res, err = e.deliver("payments", shopEvent("evt_c3", "customer.created", `{"id":"cus_10","metadata":{"key":"customer_8"}}`, now.Unix()))
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome, "no link carries that key, and no new records are asked for")
+	})
+}
+
+// update_fields as one expression: its object's members are the fields; a
+// number the provider sends as text keeps the field a number.
+func TestUpdateFieldsFromOneExpression(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := shop(t, db, map[string]config.Effect{
+			"payment.changed": {UpdateFields: config.Body{Expr: `{(.data.object.field): .data.object.value}`}},
+			"payment.*":       {Ignore: true},
+		})
+		e.payment("1")
+		later := e.clock.Now().Add(time.Minute).Unix()
+		res, err := e.deliver("payments", shopEvent("evt_u1", "payment.changed", `{"id":"pay_1","field":"amount","value":"1250"}`, later))
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+		rec, err := models.RecordByKey(db, "order", "1")
+		require.NoError(t, err)
+		require.JSONEq(t, `{"amount":1250,"currency":"EUR","status":"pending"}`, rec.Payload)
+
+		res, err = e.deliver("payments", shopEvent("evt_u2", "payment.changed", `{"id":"pay_1","field":"amount","value":"1250.00"}`, later+1))
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome, "the same amount as text: %s", res.Note)
+
+		res, err = e.deliver("payments", shopEvent("evt_u3", "payment.updated", `{"id":"pay_1"}`, later))
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome)
+		require.Contains(t, res.Note, `ignored, as the webhook's effects say for "payment.*"`, "the pattern, since no exact entry matches")
+
+		res, err = e.deliver("payments", shopEvent("evt_u4", "payment.changed", `{"id":"pay_1","field":"a.b","value":"x"}`, later+2))
+		require.NoError(t, err)
+		require.Equal(t, models.EventFailed, res.Outcome)
+		require.Contains(t, res.Note, `yields the field "a.b"`)
+	})
+}
