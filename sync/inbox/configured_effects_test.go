@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"context"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -111,5 +112,49 @@ func TestUpdateFieldsFromOneExpression(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, models.EventFailed, res.Outcome)
 		require.Contains(t, res.Note, `yields the field "a.b"`)
+	})
+}
+
+// The stored copy of an event is redacted: a replay of an update whose
+// value is personal data finds "[email]" there, and must not write it.
+func TestAReplayNeverWritesAMaskIntoARecord(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := shop(t, db, map[string]config.Effect{"customer.updated": {UpdateFields: config.Body{Fields: map[string]string{"email": ".data.object.email"}}}})
+		e.payment("1")
+		later := e.clock.Now().Add(time.Minute).Unix()
+		res, err := e.deliver("payments", shopEvent("evt_e1", "customer.updated", `{"id":"pay_1","email":"new@example.com"}`, later))
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+		rec, err := models.RecordByKey(db, "order", "1")
+		require.NoError(t, err)
+		require.Contains(t, rec.Payload, `"email":"new@example.com"`, "the first delivery reads the event itself")
+		stored, err := models.EventByID(db, "payments", "evt_e1")
+		require.NoError(t, err)
+		require.NotContains(t, stored.Payload, "new@example.com", "the stored copy masks it")
+
+		res, err = e.rc.Replay(context.Background(), "payments", "evt_e1", "ops@example.com")
+		require.NoError(t, err)
+		require.Equal(t, models.EventFailed, res.Outcome)
+		require.Contains(t, res.Note, "the stored copy of this event masks email")
+		after, err := models.RecordByKey(db, "order", "1")
+		require.NoError(t, err)
+		require.Equal(t, rec.Payload, after.Payload, "the record keeps the real value")
+	})
+}
+
+// Nor does a replay make a new record of a masked copy.
+func TestAReplayMakesNoRecordOfAMaskedCopy(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		_, err := models.RecordEvent(db, models.ProcessedEvent{Provider: "crm", EventID: "evt_c", EventType: "contact.created",
+			ReceivedAt: e.clock.Now(), Outcome: models.EventFailed,
+			Payload: `{"type":"contact.created","data":{"id":"c_77","email":"[email]","name":"Ana"}}`})
+		require.NoError(t, err)
+		res, err := e.rc.Replay(context.Background(), "crm", "evt_c", "ops@example.com")
+		require.NoError(t, err)
+		require.Equal(t, models.EventFailed, res.Outcome)
+		require.Contains(t, res.Note, "cannot make a record of it")
+		_, err = models.RecordByKey(db, "crm_contact", "c_77")
+		require.ErrorIs(t, err, models.ErrNotFound)
 	})
 }

@@ -21,6 +21,9 @@ type Event struct {
 	Raw []byte
 	// Doc is Raw decoded as the effects' expressions see it.
 	Doc any
+	// Redacted is set on an event read back from its stored copy, for a
+	// replay: personal data and secrets in it are masks, not values.
+	Redacted bool
 }
 
 // maxBatch bounds the events of one delivery; HubSpot sends at most 100.
@@ -109,7 +112,7 @@ func stored(service, id, typ, payload string) (Event, error) {
 	if _, isObject := doc.(map[string]any); err != nil || !isObject {
 		return Event{}, errors.New("the body is not a JSON object")
 	}
-	return Event{Service: service, ID: id, Type: typ, Raw: []byte(payload), Doc: doc}, nil
+	return Event{Service: service, ID: id, Type: typ, Raw: []byte(payload), Doc: doc, Redacted: true}, nil
 }
 
 // effectFor is the effect for an event type: Handle's, else the table's

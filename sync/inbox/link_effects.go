@@ -178,6 +178,12 @@ func adoptAsRecord(tx *gorm.DB, s subject, ev Event, id, typ string, now time.Ti
 	if err != nil {
 		return "", err
 	}
+	if ev.Redacted && holdsMask(obj) {
+		if _, err := models.RecordByKey(tx, typ, id); err == nil {
+			return fmt.Sprintf("%s/%s already exists", typ, id), errIgnored
+		}
+		return "", unprocessable("the stored copy of this event masks some of the object's values (personal data and secrets are not kept), so a replay cannot make a record of it; the provider's next event about it will")
+	}
 	body, hash, err := canonical(obj)
 	if err != nil {
 		return "", unprocessable("the object cannot be stored as a record: %v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/mapping"
+	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
 // updateFields sets fields of the linked record to the values the event
@@ -34,6 +35,10 @@ func updateFields(s subject, u config.Update) Effect {
 		values, err := updateValues(u, ev)
 		if err != nil {
 			return "", err
+		}
+		if masked := maskedFields(ev, values); len(masked) > 0 {
+			return "", unprocessable("the stored copy of this event masks %s (personal data and secrets are not kept), so a replay cannot set it; the provider's next change will carry it",
+				strings.Join(masked, ", "))
 		}
 		if len(values) == 0 {
 			return "the event sets none of the fields the webhook's effects update", errIgnored
@@ -123,6 +128,43 @@ func updateValues(u config.Update, ev Event) (map[string]any, error) {
 		}
 	}
 	return out, nil
+}
+
+// maskedFields are the fields whose values, read from a replayed event's
+// redacted copy, are masks: setting them would write "[email]" into the
+// record.
+func maskedFields(ev Event, values map[string]any) []string {
+	if !ev.Redacted {
+		return nil
+	}
+	var out []string
+	for _, f := range slices.Sorted(maps.Keys(values)) {
+		if holdsMask(values[f]) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// holdsMask reports whether a value, at any depth, holds a redactor's mask.
+func holdsMask(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return redact.HasMask(x)
+	case map[string]any:
+		for _, e := range x {
+			if holdsMask(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if holdsMask(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sameValue compares a stored value with an event's: as text where both

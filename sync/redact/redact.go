@@ -25,6 +25,12 @@ const (
 	ellipsis  = "…"
 )
 
+// HasMask reports whether s holds a mask this package writes: a value
+// read back from a redacted copy that is not the value that was sent.
+func HasMask(s string) bool {
+	return strings.Contains(s, redacted) || strings.Contains(s, cardMask) || strings.Contains(s, emailMask)
+}
+
 // DefaultFields are the keys whose values are always redacted. New reads the
 // slice when it is called, so change it (if ever) before building Redactors.
 var DefaultFields = []string{
