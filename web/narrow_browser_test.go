@@ -152,6 +152,21 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 	})()`))
 	require.NoError(t, err)
 	require.Empty(t, order, "on a phone a link's card reads record, status, actions, then the rest")
+	// A row that arrives by an htmx swap is labelled too.
+	relabelled, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const tbody = document.querySelector('[data-testid="links-table"] tbody');
+		const row = tbody.rows[0].cloneNode(true);
+		[...row.cells].forEach(c => c.removeAttribute("data-label"));
+		tbody.prepend(row);
+		tbody.dispatchEvent(new CustomEvent("htmx:afterSwap", {bubbles: true}));
+		return row.cells[0].dataset.label || "";
+	})()`))
+	require.NoError(t, err)
+	require.Equal(t, "Record", relabelled)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 800), chromedp.Reload(), chromedp.WaitVisible(testid("links-table"))))
+	header, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelector('[data-testid="links-table"] thead').getBoundingClientRect().height`))
+	require.NoError(t, err)
+	require.Greater(t, header, 10.0, "at 1366 px the links are a table with its header row")
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(testid("logout")), chromedp.WaitVisible(testid("sign-in"))))
 	checkFits(t, ctx, d.srv.URL, page{name: "login", path: "/login"})
