@@ -137,7 +137,7 @@ func LinksPage(p Page, v Links) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if v.Filtered {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p><strong>No links match these filters.</strong> Clear them to see every link.</p>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p><strong>No links match these filters.</strong> <a href=\"/links\" data-testid=\"links-clear\">Clear them</a> to see every link.</p>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
@@ -21,6 +22,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
+	"github.com/syncdesk/syncdesk/sync/schedule"
 	"github.com/syncdesk/syncdesk/sync/services"
 	"github.com/syncdesk/syncdesk/views"
 	"github.com/syncdesk/syncdesk/web/browsertest"
@@ -31,10 +33,46 @@ import (
 // real browser. With SYNCDESK_SCREENSHOTS set, this makes the README's pictures.
 func TestBrowserTheDemoPages(t *testing.T) {
 	browsertest.Parallel(t)
+	d := startDemo(t, false)
+	_, err := models.CreateUser(d.db, "ana@example.com", models.RoleOperator, testPassword, time.Now())
+	require.NoError(t, err)
+	bctx := browsertest.New(t)
+	signInBrowser(t, bctx, d.srv.URL, "ana@example.com")
+	srv, run, failed := d.srv, d.run, d.failed
+	for _, page := range []struct{ name, path, want string }{
+		{"overview", "/", `[data-testid="reconcile-crm"] a[href="/reconcile/` + itoa(run.ID) + `"]`},
+		{"links", "/links", `[data-testid="links-table"]`},
+		{"failed", "/failed", `[data-testid="failed-groups"]`},
+		{"link", views.LinkURL(failed.ID), `[data-testid="attempts"]`},
+		{"events", "/events", "main table"},
+		{"services", "/services", "main"},
+	} {
+		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(srv.URL+page.path), chromedp.WaitVisible(page.want)), page.path)
+		browsertest.Screenshot(bctx, t, "demo-"+page.name)
+	}
+}
+
+// demoDesk is the demo after a few rounds: what startDemo leaves.
+type demoDesk struct {
+	srv    *httptest.Server
+	db     *gorm.DB
+	run    *models.ReconciliationRun // the crm reconciliation, completed
+	failed models.Link               // the first failed link
+}
+
+// startDemo serves the demo as `go run .` does, with testScheduler's tasks
+// on the schedules page if scheduled, and lets it run a few rounds of sends,
+// retries, webhooks and a reconciliation of each service.
+func startDemo(t *testing.T, scheduled bool) *demoDesk {
+	t.Helper()
 	db := dbtest.SQLite(t)
+	var sched *schedule.Scheduler
+	if scheduled {
+		sched, _ = testScheduler(t, db)
+	}
 	demo, svcs, err := sandbox.StartDemo()
 	require.NoError(t, err)
-	defer demo.Close(context.Background())
+	t.Cleanup(func() { demo.Close(context.Background()) })
 	cfg := config.Default()
 	cfg.Services = svcs
 	clk := clock.Real{}
@@ -51,12 +89,12 @@ func TestBrowserTheDemoPages(t *testing.T) {
 	rc, err := inbox.New(db, svcs, clk, log, r)
 	require.NoError(t, err)
 	rec := reconcile.New(db, recs, clk, log, reconcile.Options{})
-	defer rec.Close()
+	t.Cleanup(rec.Close)
 	s, err := New(Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: "demo", Redactor: r, Outbox: eng, Inbox: rc,
-		Reconciler: rec, Pauser: services.NewPauser(db, cfg.ServiceNames(), clk, log)})
+		Reconciler: rec, Pauser: services.NewPauser(db, cfg.ServiceNames(), clk, log), Scheduler: sched})
 	require.NoError(t, err)
 	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	require.NoError(t, demo.StartWebhooks(srv.URL))
 
 	for _, rec := range sandbox.DemoRecords() {
@@ -80,20 +118,5 @@ func TestBrowserTheDemoPages(t *testing.T) {
 	require.NoError(t, models.RefreshStats(db, clk.Now()))
 	var failed models.Link
 	require.NoError(t, db.Where("status = ?", models.StatusFailed).Order("id").First(&failed).Error, "the demo shows failures")
-
-	_, err = models.CreateUser(db, "ana@example.com", models.RoleOperator, testPassword, clk.Now())
-	require.NoError(t, err)
-	bctx := browsertest.New(t)
-	signInBrowser(t, bctx, srv.URL, "ana@example.com")
-	for _, page := range []struct{ name, path, want string }{
-		{"overview", "/", `[data-testid="reconcile-crm"] a[href="/reconcile/` + itoa(run.ID) + `"]`},
-		{"links", "/links", `[data-testid="links-table"]`},
-		{"failed", "/failed", `[data-testid="failed-groups"]`},
-		{"link", views.LinkURL(failed.ID), `[data-testid="attempts"]`},
-		{"events", "/events", "main table"},
-		{"services", "/services", "main"},
-	} {
-		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(srv.URL+page.path), chromedp.WaitVisible(page.want)), page.path)
-		browsertest.Screenshot(bctx, t, "demo-"+page.name)
-	}
+	return &demoDesk{srv: srv, db: db, run: run, failed: failed}
 }

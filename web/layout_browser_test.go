@@ -86,36 +86,3 @@ func waitTrue(ctx context.Context, timeout time.Duration, js string) bool {
 	}
 	return false
 }
-
-// On a 420 px screen no page is wider than the screen: the menu wraps
-// inside the dark header, and tables scroll sideways inside their cards.
-func TestBrowserNarrowScreen(t *testing.T) {
-	browsertest.Parallel(t)
-	b := setupSQLite(t)
-	b.seedLinks(30)
-	b.user("root@example.com", models.RoleAdmin)
-	ctx := browsertest.New(t)
-	signInBrowser(t, ctx, b.srv.URL, "root@example.com")
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(420, 900)))
-	for _, page := range []string{"/", "/links", "/links/3", "/failed", "/audit", "/users", "/schedules"} {
-		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+page), chromedp.WaitVisible("main")))
-		width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
-		require.NoError(t, err)
-		require.LessOrEqual(t, width, 420, "%s is %d px wide on a 420 px screen", page, width)
-		inside, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
-			const bar = document.querySelector('.topbar').getBoundingClientRect();
-			return [...document.querySelectorAll('.topbar nav a, .topbar .who')].every(a => {
-				const r = a.getBoundingClientRect();
-				return r.right <= bar.right && r.bottom <= bar.bottom;
-			});
-		})()`))
-		require.NoError(t, err)
-		require.True(t, inside, "on %s a menu item falls outside the dark header", page)
-	}
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+"/links"), chromedp.WaitVisible(testid("links-table"))))
-	scrolls, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
-		`(() => { const w = document.querySelector('[data-testid="links-table"]').parentElement; return w.scrollWidth > w.clientWidth && getComputedStyle(w).overflowX === 'auto'; })()`))
-	require.NoError(t, err)
-	require.True(t, scrolls, "the links table scrolls sideways inside its card")
-	browsertest.Screenshot(ctx, t, "links-narrow")
-}

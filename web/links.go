@@ -121,7 +121,11 @@ func (s *Server) showLink(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v.Attempts = attemptRows(attempts)
+	causes, err := s.roundCauses(c, l, attempts)
+	if err != nil {
+		return err
+	}
+	v.Attempts = attemptRows(attempts, causes)
 	v.CanLookup = s.cfg.Services[l.ExternalService].Objects[l.LocalType].Lookup != ""
 	v.Unknown = l.ExternalID == "" && l.Status != models.StatusSuccess &&
 		len(v.Attempts) > 0 && v.Attempts[0].Outcome == string(models.OutcomeAmbiguous)
@@ -136,20 +140,15 @@ func (s *Server) showLink(c echo.Context) error {
 // (oldest 1, newest highest) and groups them in rounds, newest first. The
 // log numbers attempts within a round (a success, a retry or a new payload
 // starts again at 1), so a round begins where a number is not one more than
-// the previous attempt's.
-func attemptRows(attempts []models.Attempt) []views.AttemptRow {
+// the previous attempt's. causes says why each round after the first began,
+// by the index of its first attempt (roundCauses).
+func attemptRows(attempts []models.Attempt, causes map[int]string) []views.AttemptRow {
 	rows := make([]views.AttemptRow, len(attempts))
 	round, began, why := 0, time.Time{}, ""
 	for i, a := range attempts { // oldest first, as the log holds them
 		if i == 0 || a.Number != attempts[i-1].Number+1 {
 			round++
-			began, why = a.CreatedAt, ""
-			if i > 0 {
-				why = "retried"
-				if attempts[i-1].Outcome == models.OutcomeOK {
-					why = "sent again after a success"
-				}
-			}
+			began, why = a.CreatedAt, causes[i]
 		}
 		rows[len(rows)-1-i] = views.AttemptRow{Number: i + 1, Round: round, RoundBegan: began, RoundWhy: why, Operation: a.Operation,
 			Outcome: string(a.Outcome), HTTPCode: a.HTTPCode, DurationMS: a.DurationMS, Error: a.Error, Request: a.RequestExcerpt,

@@ -146,16 +146,40 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 		if currentUser(c) != nil {
 			return next(c)
 		}
-		target := "/login"
-		if r := c.Request(); r.Method == http.MethodGet && r.URL.Path != "/" {
-			target += "?next=" + url.QueryEscape(r.URL.RequestURI())
-		}
-		if c.Request().Header.Get("HX-Request") == "true" {
-			c.Response().Header().Set("HX-Redirect", target)
+		r := c.Request()
+		if r.Header.Get("HX-Request") == "true" {
+			// htmx asked for a fragment (a status polling itself, a
+			// button's post): after signing in, the person wants the page
+			// they were on, which htmx names in HX-Current-URL.
+			c.Response().Header().Set("HX-Redirect", loginFor(currentPage(r)))
 			return c.NoContent(http.StatusUnauthorized)
 		}
-		return c.Redirect(http.StatusSeeOther, target)
+		next := ""
+		if r.Method == http.MethodGet {
+			next = r.URL.RequestURI()
+		}
+		return c.Redirect(http.StatusSeeOther, loginFor(next))
 	}
+}
+
+// loginFor is the sign-in page that leads on to next, a path on this site
+// ("" or "/" for the overview).
+func loginFor(next string) string {
+	if next = safeNext(next); next == "/" {
+		return "/login"
+	}
+	return "/login?next=" + url.QueryEscape(next)
+}
+
+// currentPage is the path and query of the page an htmx request came from,
+// "" without HX-Current-URL. Its host is not compared with ours (a proxy
+// may rename it): only its path is kept, and loginFor keeps that on this site.
+func currentPage(r *http.Request) string {
+	u, err := url.Parse(r.Header.Get("HX-Current-URL"))
+	if err != nil || u.Path == "" {
+		return ""
+	}
+	return u.RequestURI()
 }
 
 // requireRole refuses, with 403 and an audit entry, a user below min.
@@ -168,9 +192,18 @@ func (s *Server) requireRole(min models.Role) echo.MiddlewareFunc {
 			}
 			s.audit(c, action.AccessDenied, c.Request().Method+" "+c.Request().URL.Path, models.OutcomeDenied,
 				fmt.Sprintf("needs role %s", min))
-			return errForbidden(fmt.Sprintf("This needs the %s role or higher. Ask an admin if you need it.", min))
+			return errForbidden(fmt.Sprintf("This needs %s. Ask an admin if you need it.", rolesFrom(min)))
 		}
 	}
+}
+
+// rolesFrom names the roles at least min, in words: there is nothing
+// "higher" than admin.
+func rolesFrom(min models.Role) string {
+	if min == models.RoleAdmin {
+		return "the admin role"
+	}
+	return "the " + string(min) + " or admin role"
 }
 
 // requireToken admits API calls that carry a live bearer token.

@@ -73,7 +73,7 @@ func decide(s subject, t objectType, service string) (verdict, bool) {
 // decideUnlinked: a record with no link to the service.
 func decideUnlinked(v verdict, s subject, t objectType, service string) (verdict, bool) {
 	if len(s.remotes) == 0 {
-		return v.with(discrepancy.NeverSynced, true, "No link to %s: a create will be queued.", service)
+		return v.with(discrepancy.NeverSynced, true, "No link to %s: the fix queues a create.", service)
 	}
 	r := s.remotes[0]
 	v.f.ExternalKey = r.key
@@ -86,10 +86,10 @@ func decideSuccess(v verdict, s subject, t objectType, service string) (verdict,
 	l := s.link
 	if len(s.remotes) == 0 {
 		if s.linkIDSeen {
-			return v.with(discrepancy.FieldMismatch, true, "%s's %s no longer carries our key %s: the record will be pushed again.",
+			return v.with(discrepancy.FieldMismatch, true, "%s's %s no longer carries our key %s: the fix pushes the record again.",
 				service, l.externalID, l.key)
 		}
-		return v.with(discrepancy.MissingRemote, true, "%s has no object with the key %s (the link points at %s): it will be created anew.",
+		return v.with(discrepancy.MissingRemote, true, "%s has no object with the key %s (the link points at %s): the fix creates it again.",
 			service, l.key, l.externalID)
 	}
 	r := s.remotes[0]
@@ -98,7 +98,7 @@ func decideSuccess(v verdict, s subject, t objectType, service string) (verdict,
 			l.externalID, r.key, r.id))
 	}
 	if differ := diffFields(s.payload, r.fields, t); len(differ) > 0 {
-		return v.with(discrepancy.FieldMismatch, true, "%s's %s differs from the record in %s: the record will be pushed again.",
+		return v.with(discrepancy.FieldMismatch, true, "%s's %s differs from the record in %s: the fix pushes the record again.",
 			service, r.id, strings.Join(differ, ", "))
 	}
 	return v, false
