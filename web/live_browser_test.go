@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +154,35 @@ func waitFor(timeout time.Duration, ok func() bool) bool {
 		}
 	}
 	return false
+}
+
+// A failure group left open while more links fail with the same cause
+// shows them by itself, marked, and a box the operator had ticked stays ticked.
+func TestBrowserFailedGroupKeepsUpAndKeepsTheTickedBoxes(t *testing.T) {
+	browsertest.Parallel(t)
+	b := setupSQLite(t)
+	b.user("ana@example.com", models.RoleOperator)
+	noTitle := func(int) string { return "" }
+	b.orders(1, 2, noTitle)
+	group := failedGroupOf(t, b.db)
+	links, err := models.RecordLinks(b.db, "order", "1")
+	require.NoError(t, err)
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, b.srv.URL, "ana@example.com")
+	box := fmt.Sprintf("#sel-%d", links[0].ID)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(b.srv.URL+"/failed/group?g="+url.QueryEscape(group)),
+		chromedp.WaitVisible(box),
+		chromedp.Click(box),
+	))
+
+	b.orders(3, 3, noTitle)
+	links, err = models.RecordLinks(b.db, "order", "3")
+	require.NoError(t, err)
+	row := fmt.Sprintf(`document.querySelector('[data-key="link-%d"]')`, links[0].ID)
+	require.True(t, waitTrue(ctx, 12*time.Second, row+`?.classList.contains('live-changed')`), "the new failure shows, marked")
+	ticked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('`+box+`').checked`))
+	require.NoError(t, err)
+	require.True(t, ticked, "the swap keeps the ticked box")
+	browsertest.Screenshot(ctx, t, "failed-group-live")
 }
