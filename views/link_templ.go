@@ -137,7 +137,7 @@ func LinkPage(p Page, v LinkDetail) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = LinkStatusCell(v.Link, inProgressNote(v), v.InProgressBy != "", p.Now).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = LinkStatusCell(v.Link, inProgressNote(v), v.InProgressBy != "" || Pending(v.Link.Status), p.Now).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -875,6 +875,12 @@ func LinkPage(p Page, v LinkDetail) templ.Component {
 		}
 		return nil
 	})
+}
+
+// Pending says a link is still on its way: queued, being sent or waiting
+// for its next try. Its page follows it until it is synced or failed.
+func Pending(status string) bool {
+	return status == "new" || status == "processing" || status == "retry"
 }
 
 func inProgressNote(v LinkDetail) string {

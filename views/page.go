@@ -38,6 +38,9 @@ type Page struct {
 	Version   string
 	// Paused lists the services whose sending is paused, shown loudly on every page.
 	Paused []PausedService
+	// URL is the page's own address, without a flash's parameters: what its
+	// live region polls.
+	URL string
 }
 
 // PausedService is a service whose sending an operator paused.

@@ -182,16 +182,22 @@ func (s *Server) linkStatus(c echo.Context) error {
 	if ip, err := models.InProgressOf(s.requestDB(c), l, s.clock.Now()); err == nil && ip != nil {
 		note, poll = "in progress since "+ip.StartedAt.UTC().Format("15:04:05")+" UTC, started by "+ip.StartedBy, true
 	}
-	if l.Status == models.StatusNew || l.Status == models.StatusProcessing {
+	row := linkRow(*l)
+	onPage := onLinkPage(c, id)
+	// A list follows a sync until it ends; the link's own page also waits
+	// through the link's retries.
+	if l.Status == models.StatusNew || l.Status == models.StatusProcessing || (onPage && l.Status == models.StatusRetry) {
 		poll = true
 	}
-	if !poll && onLinkPage(c, id) {
-		// The sync has ended. On the link's own page the last error, the
-		// remote id, the attempts and the buttons changed too: reload it
-		// whole, so that no "Synced" sits beside an old "gave up".
+	sent := l.Status != models.StatusNew && l.Status != models.StatusProcessing && c.QueryParam("v") != views.LinkVersion(row)
+	if onPage && (!poll || sent) {
+		// The sync has ended, or a send has happened since the page was
+		// drawn (a retry that failed again). On the link's own page the
+		// last error, the remote id, the attempts and the buttons changed
+		// too: reload it whole, so that no "Synced" sits beside an old "gave up".
 		c.Response().Header().Set("HX-Refresh", "true")
 	}
-	return s.render(c, views.LinkStatusCell(linkRow(*l), note, poll, s.clock.Now()))
+	return s.render(c, views.LinkStatusCell(row, note, poll, s.clock.Now()))
 }
 
 // onLinkPage reports whether an htmx request comes from link id's own page

@@ -120,7 +120,7 @@ func TestSyncNowFromThePageIsDebouncedAndTheStatusUpdatesItself(t *testing.T) {
 		r := ana.do(http.MethodPost, "/links/"+id+"/sync", form, htmx)
 		require.Equal(t, http.StatusOK, r.status, r.body)
 		require.Contains(t, r.body, "Queued by you")
-		require.Contains(t, r.body, `hx-trigger="every 1s"`, "the cell polls until the sync ends")
+		require.Contains(t, r.body, `hx-trigger="every 1s, live"`, "the cell polls until the sync ends")
 
 		form = url.Values{"_csrf": {bo.csrf("/links/" + id)}}
 		r = bo.do(http.MethodPost, "/links/"+id+"/sync", form, htmx)
@@ -438,7 +438,7 @@ func TestLinkPageReloadsWhenItsSyncEnds(t *testing.T) {
 		}
 
 		r := ana.do(http.MethodGet, "/links/"+id+"/status", nil, onPage("/links/"+id))
-		require.Contains(t, r.body, `hx-trigger="every 1s"`, "still waiting to be sent")
+		require.Contains(t, r.body, `hx-trigger="every 1s, live"`, "still waiting to be sent")
 		require.Empty(t, r.header.Get("HX-Refresh"), "no reload while the sync goes on")
 
 		require.NoError(t, b.eng.Drain(context.Background()))

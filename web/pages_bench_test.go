@@ -95,14 +95,14 @@ func benchPages(b *testing.B, db *gorm.DB) {
 		b.Run("page="+p.name, func(b *testing.B) {
 			for i := range 5 { // warm the caches and the connection, and check the page is whole
 				u := base + p.urls[i%len(p.urls)]
-				if body := getPage(b, client, u, cookie); !strings.Contains(body, p.want) {
+				if body := getWith(b, client, u, cookie, p.header); !strings.Contains(body, p.want) {
 					b.Fatalf("GET %s: no %s in the page", u, p.want)
 				}
 			}
 			timer.take()
 			i := 0
 			for b.Loop() {
-				getPage(b, client, base+p.urls[i%len(p.urls)], cookie)
+				getWith(b, client, base+p.urls[i%len(p.urls)], cookie, p.header)
 				i++
 			}
 			took := timer.take()
@@ -150,9 +150,17 @@ func percentile(ds []time.Duration, p int) float64 {
 
 // getPage fetches a page, fails unless it is a 200, and returns its body.
 func getPage(b testing.TB, client *http.Client, u string, cookie *http.Cookie) string {
+	return getWith(b, client, u, cookie, nil)
+}
+
+// getWith fetches a page with headers (a live region's poll), as getPage.
+func getWith(b testing.TB, client *http.Client, u string, cookie *http.Cookie, header http.Header) string {
 	req, err := http.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		b.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	req.AddCookie(cookie)
 	res, err := client.Do(req)
@@ -222,9 +230,10 @@ func benchPagesServer(b testing.TB, db *gorm.DB) (*timedHandler, string, *http.C
 }
 
 type benchPage struct {
-	name string
-	urls []string // requests cycle through them
-	want string   // what every one of them shows
+	name   string
+	urls   []string    // requests cycle through them
+	want   string      // what every one of them shows
+	header http.Header // a poll's headers; nil for a page
 }
 
 // benchPageURLs picks what each page asks for: the deep page 90% of the
@@ -235,7 +244,7 @@ func benchPageURLs(b *testing.B, db *gorm.DB) []benchPage {
 	if err := db.Model(&models.Link{}).Select("COALESCE(MAX(id), 0)").Scan(&maxID).Error; err != nil || maxID < 100 {
 		b.Fatalf("seeded links: max id %d, %v", maxID, err)
 	}
-	var details, searches []string
+	var details, searches, statuses []string
 	for j := range int64(64) {
 		var l models.Link
 		err := db.Where("id >= ? AND external_service = ? AND external_id <> ''", 1+(maxID-1)*j/64, "crm").Order("id").Take(&l).Error
@@ -243,20 +252,51 @@ func benchPageURLs(b *testing.B, db *gorm.DB) []benchPage {
 			b.Fatalf("pick a crm link: %v", err)
 		}
 		details = append(details, "/links/"+strconv.FormatInt(l.ID, 10))
+		statuses = append(statuses, "/links/"+strconv.FormatInt(l.ID, 10)+"/status")
 		searches = append(searches, "/links?q="+url.QueryEscape(l.ExternalID))
 	}
 	return []benchPage{
-		{"overview", []string{"/"}, `data-testid="reconcile-crm"`},
-		{"links", []string{"/links"}, `data-testid="links-next"`},
-		{"links-deep", []string{fmt.Sprintf("/links?before=%d", maxID-maxID*9/10)}, `data-testid="links-next"`},
-		{"links-failed", []string{"/links?status=failed"}, `data-status="failed"`},
-		{"links-search", searches, `data-testid="link-row-`},
-		{"link", details, `data-testid="attempts"`},
-		{"failed", []string{"/failed"}, `data-testid="failed-group-0"`},
-		{"services", []string{"/services"}, `data-testid="service-crm"`},
-		{"reconcile-runs", []string{"/reconcile"}, `data-testid="runs-next"`},
-		{"reconcile-run", []string{views.RunURL(seededRun(b, db, "crm"))}, `data-testid="disc-next"`},
+		{"overview", []string{"/"}, `data-testid="reconcile-crm"`, nil},
+		{"links", []string{"/links"}, `data-testid="links-next"`, nil},
+		{"links-deep", []string{fmt.Sprintf("/links?before=%d", maxID-maxID*9/10)}, `data-testid="links-next"`, nil},
+		{"links-failed", []string{"/links?status=failed"}, `data-status="failed"`, nil},
+		{"links-search", searches, `data-testid="link-row-`, nil},
+		{"link", details, `data-testid="attempts"`, nil},
+		{"failed", []string{"/failed"}, `data-testid="failed-group-0"`, nil},
+		{"services", []string{"/services"}, `data-testid="service-crm"`, nil},
+		{"reconcile-runs", []string{"/reconcile"}, `data-testid="runs-next"`, nil},
+		{"reconcile-run", []string{views.RunURL(seededRun(b, db, "crm"))}, `data-testid="disc-next"`, nil},
+		// What the live pages poll, every 5 s while a tab shows them (a
+		// link's status every 1 to 5 s, a running run's progress every
+		// second): the whole region each time, as after a change, not the
+		// 204 of an unchanged one.
+		{"poll-overview", []string{"/"}, `data-testid="reconcile-crm"`, pollHeader},
+		{"poll-failed", []string{"/failed"}, `data-testid="failed-group-0"`, pollHeader},
+		{"poll-failed-group", []string{"/failed/group?g=" + url.QueryEscape(largestGroup(b, db))}, `data-testid="failed-links"`, pollHeader},
+		{"poll-services", []string{"/services"}, `data-testid="service-crm"`, pollHeader},
+		{"poll-links", []string{"/links"}, `data-testid="links-next"`, pollHeader},
+		{"poll-events", []string{"/events"}, `data-testid="filter-service"`, pollHeader},
+		{"poll-link-status", statuses, `data-testid="status-`, cellPoll},
+		{"poll-run-progress", []string{views.RunURL(seededRun(b, db, "crm")) + "/progress"}, `data-testid="run-progress"`, cellPoll},
 	}
+}
+
+// pollHeader is what htmx and static/js/live.js send with a live region's
+// poll, from a page that has no version yet; cellPoll, with the poll of an
+// element that asks for itself (a status cell, a progress bar).
+var (
+	pollHeader = http.Header{"Hx-Request": {"true"}, "Hx-Target": {"live"}}
+	cellPoll   = http.Header{"Hx-Request": {"true"}}
+)
+
+// largestGroup is the failure group with the most links.
+func largestGroup(b testing.TB, db *gorm.DB) string {
+	b.Helper()
+	groups, err := models.FailedGroups(db, 1)
+	if err != nil || len(groups) == 0 {
+		b.Fatalf("the seeded failure groups: %v, %v", groups, err)
+	}
+	return groups[0].ErrorGroup
 }
 
 // benchRuns is how many reconciliation runs the runs list benchmark sees:

@@ -155,6 +155,7 @@ func (s *Server) showRun(c echo.Context) error {
 	v := views.RunView{Run: s.runRow(d), ConfirmedBy: d.Run.ConfirmedBy, All: kindCount(d.All), Progress: runProgress(d.Run),
 		Filter: views.DiscrepancyFilter{Kind: f.Kind, Status: f.Status}, CSVURL: csvURL(id, f),
 		FirstURL: newestURL(c, views.RunURL(id), "after")}
+	v.Progress.Found = &v.All
 	if d.Run.ConfirmedAt != nil {
 		v.ConfirmedAt = *d.Run.ConfirmedAt
 	}
@@ -255,11 +256,13 @@ func (s *Server) runProgressFragment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := models.RunByID(s.requestDB(c), id)
+	d, err := models.RunDetailByID(s.requestDB(c), id)
 	if err != nil {
 		return err
 	}
-	p := runProgress(*r)
+	p := runProgress(d.Run)
+	found := kindCount(d.All)
+	p.Found = &found
 	if !p.Running {
 		c.Response().Header().Set("HX-Refresh", "true")
 	}

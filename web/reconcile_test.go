@@ -163,7 +163,7 @@ func TestReconcileStartAndList(t *testing.T) {
 		require.Contains(t, r.body, "We have a synced link, but the provider no longer has the object")
 		require.Contains(t, r.body, "Dry run")
 		require.Contains(t, r.body, `href="/records/order/9"`)
-		require.NotContains(t, r.body, `hx-trigger="every 1s"`, "an ended run does not poll")
+		require.NotContains(t, r.body, `hx-trigger=`, "an ended run does not poll")
 
 		p := op.get(fmt.Sprintf("/reconcile/%d/progress", id))
 		require.Equal(t, "true", p.header.Get("HX-Refresh"), "an ended run's fragment reloads the page")
@@ -364,13 +364,21 @@ func TestReconcileConflictWhileRunning(t *testing.T) {
 
 		page := fmt.Sprintf("/reconcile/%d", running.ID)
 		r = op.get(page)
-		require.Contains(t, r.body, `hx-trigger="every 1s"`)
+		require.Contains(t, r.body, `hx-trigger="every 1s, live"`)
 		require.Contains(t, r.body, `<progress id="run-progress-bar" max="200" value="50"`)
 		require.Contains(t, r.body, "Scanned 50 of about 200")
 		require.Contains(t, r.body, `data-testid="run-cancel"`)
+		require.Contains(t, r.body, "Found so far: 0 discrepancies")
+		require.NotContains(t, r.body, `data-testid="run-counts"`, "one count of what was found, the one that keeps up")
 		p := op.get(page + "/progress")
 		require.Empty(t, p.header.Get("HX-Refresh"))
-		require.Contains(t, p.body, `hx-trigger="every 1s"`)
+		require.Contains(t, p.body, `hx-trigger="every 1s, live"`)
+
+		// What the run finds shows under the bar as it goes.
+		require.NoError(t, models.InsertFindings(db, []models.Finding{{RunID: running.ID, Kind: discrepancy.NeverSynced,
+			Status: models.DiscrepancyFixed, LocalType: "order", LocalID: "1", ExternalKey: "site_order_1", CreatedAt: now}}))
+		p = op.get(page + "/progress")
+		require.Contains(t, p.body, "Found so far: 1 discrepancy: 1 fixed")
 
 		r = op.post(page, page+"/cancel", nil)
 		require.Equal(t, http.StatusConflict, r.status, "the run is going on another instance")

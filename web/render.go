@@ -18,6 +18,9 @@ func (s *Server) render(c echo.Context, comp templ.Component) error {
 
 // renderStatus writes a templ component with the given status.
 func (s *Server) renderStatus(c echo.Context, status int, comp templ.Component) error {
+	if status == http.StatusOK && livePoll(c) {
+		return s.renderLive(c, comp)
+	}
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().WriteHeader(status)
 	return comp.Render(c.Request().Context(), c.Response())
@@ -25,7 +28,8 @@ func (s *Server) renderStatus(c echo.Context, status int, comp templ.Component) 
 
 // page builds the layout's view model for the current request.
 func (s *Server) page(c echo.Context, title, active string) views.Page {
-	p := views.Page{Title: title, Active: active, CSRF: csrfToken(c), Now: s.clock.Now(), Version: s.version}
+	p := views.Page{Title: title, Active: active, CSRF: csrfToken(c), Now: s.clock.Now(), Version: s.version,
+		URL: liveURL(c.Request().URL)}
 	if u := currentUser(c); u != nil {
 		p.Viewer = views.Viewer{Email: u.Email, Name: u.Name, Role: string(u.Role)}
 	}

@@ -283,7 +283,7 @@ func TestServicesPageCountsTheLastHourAndLinksByStatus(t *testing.T) {
 		// Links by status come from the aggregate refresh-stats keeps.
 		require.NoError(t, models.RefreshStats(b.db, now))
 		body := b.signedIn("vera@example.com", models.RoleViewer).get("/services").body
-		require.Contains(t, body, "and refreshed every few seconds", "the page says the links were counted, and when")
+		require.Contains(t, body, "; this page updates itself.", "the page says the links were counted, and when")
 		for id, want := range map[string]string{"crm-ok": "2", "crm-temporary": "1", "crm-permanent": "0", "crm-ambiguous": "0",
 			"payments-ok": "0", "payments-ambiguous": "1"} {
 			m := regexp.MustCompile(`data-testid="health-` + id + `">(\d+)<`).FindStringSubmatch(body)

@@ -1,0 +1,79 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"hash/fnv"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/a-h/templ"
+)
+
+// LiveEvery is how often a live region asks for itself again while the tab
+// is visible (static/js/live.js holds the polls while it is hidden).
+const LiveEvery = 5 * time.Second
+
+// LiveID is the id of a page's live region; htmx names it in the HX-Target
+// header of the region's polls, which is how a handler knows to answer with
+// the region alone.
+const LiveID = "live"
+
+// LiveFragment receives a page's live region when the page is rendered for
+// a poll: the region's content and its version, the rest of the page unused.
+type LiveFragment struct {
+	HTML    []byte
+	Version string
+	Found   bool
+}
+
+type liveKey struct{}
+
+// WithLiveFragment makes a page render its live region into f, and nothing
+// else: a handler answers a poll with the very page it renders, so that the
+// page and its fragment cannot drift apart.
+func WithLiveFragment(ctx context.Context, f *LiveFragment) context.Context {
+	return context.WithValue(ctx, liveKey{}, f)
+}
+
+// Live is the part of a page that keeps up by itself: every LiveEvery it
+// asks the page's address again and swaps in the new content. Its version
+// is a hash of the content, so an answer that would change nothing is a
+// 204 and leaves the page — a ticked box, an open detail — alone. With on
+// false (an older page of a list, which new rows would push away) the
+// content is rendered plainly, once.
+func Live(p Page, on bool) templ.Component {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		children := templ.GetChildren(ctx)
+		ctx = templ.ClearChildren(ctx)
+		if !on {
+			return children.Render(ctx, w)
+		}
+		var buf bytes.Buffer
+		if err := children.Render(ctx, &buf); err != nil {
+			return err
+		}
+		version := liveVersion(buf.Bytes())
+		if f, ok := ctx.Value(liveKey{}).(*LiveFragment); ok {
+			f.HTML, f.Version, f.Found = buf.Bytes(), version, true
+			return nil
+		}
+		_, err := io.WriteString(w, `<div id="`+LiveID+`" class="live" data-live data-version="`+version+
+			`" hx-get="`+templ.EscapeString(p.URL)+`" hx-trigger="every `+strconv.Itoa(int(LiveEvery/time.Second))+
+			`s, live" hx-swap="innerHTML">`)
+		if err == nil {
+			_, err = w.Write(buf.Bytes())
+		}
+		if err == nil {
+			_, err = io.WriteString(w, `</div>`)
+		}
+		return err
+	})
+}
+
+func liveVersion(b []byte) string {
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 36)
+}
