@@ -353,7 +353,7 @@ func TestReconcileConflictWhileRunning(t *testing.T) {
 		now := b.clock.Now()
 		running := models.ReconciliationRun{Service: "crm", TriggeredBy: "elsewhere", Owner: "other-host", StartedAt: now, HeartbeatAt: &now}
 		require.NoError(t, models.StartRun(db, &running))
-		require.NoError(t, models.RunProgress(db, running.ID, 200, 50, now))
+		require.NoError(t, models.RunProgress(db, running.ID, 200, 50, 0, now))
 		op := b.signedIn("ops@example.com", models.RoleOperator)
 
 		r := op.post("/reconcile", "/reconcile/start", url.Values{"service": {"crm"}})
