@@ -293,7 +293,7 @@ func RunDetails(db *gorm.DB, runs []ReconciliationRun) ([]RunDetail, error) {
 		N            int64
 	}
 	if err := db.Model(&Discrepancy{}).Select("run_id, kind, "+statusOrResolved+" AS status, COUNT(*) AS n").Where("run_id IN ?", ids).
-		Group("run_id, kind, "+statusOrResolved).Scan(&rows).Error; err != nil {
+		Group("run_id, kind, " + statusOrResolved).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("count discrepancies of %d runs: %w", len(ids), err)
 	}
 	for _, r := range rows {

@@ -156,3 +156,17 @@ func (r *Reconciler) checkOne(ctx context.Context, svc Service, t objectType, re
 	}
 	return c
 }
+
+// Checkable reports whether some service that takes localType can be asked
+// for the object carrying our key.
+func (r *Reconciler) Checkable(localType string) bool {
+	for _, svc := range r.services {
+		if _, routed := svc.Config.Objects[localType]; !routed {
+			continue
+		}
+		if look, ok := svc.Conn.(Looker); ok && look.CanLookup(localType) {
+			return true
+		}
+	}
+	return false
+}

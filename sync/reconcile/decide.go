@@ -150,7 +150,6 @@ func fieldNames(ds []models.FieldDifference) []string {
 	return out
 }
 
-
 func (v verdict) with(kind string, fixable bool, format string, a ...any) (verdict, bool) {
 	v.f.Kind, v.fixable, v.f.Detail = kind, fixable, fmt.Sprintf(format, a...)
 	return v, true
