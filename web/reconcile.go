@@ -352,7 +352,7 @@ func (s *Server) exportDiscrepancies(c echo.Context) error {
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Response().WriteHeader(http.StatusOK)
-	if err := writeDiscrepanciesCSV(c.Request().Context(), s.requestDB(c), f, c.Response()); err != nil {
+	if err := writeDiscrepanciesCSV(c.Request().Context(), s.requestDB(c), r.Service, f, c.Response()); err != nil {
 		// The header is gone; all that is left is to log it.
 		s.log.Error("export discrepancies", "run", id, "err", err)
 	}
