@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -72,8 +73,9 @@ func RecordTimeline(db *gorm.DB, localType, localID string, links []Link, limit 
 	for i := range audit {
 		out = append(out, TimelineEntry{At: audit[i].At, Kind: TimelineAudit, Audit: &audit[i]})
 	}
-	// Oldest first; within one instant, what a person did comes after the
-	// event or call that led to it, as pages read it.
+	// Oldest first. Each source was read newest first, so a stable sort of
+	// the reversed list keeps, within one instant, each source's own order.
+	slices.Reverse(out)
 	rank := map[string]int{TimelineEvent: 0, TimelineAttempt: 1, TimelineAudit: 2}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].At.Equal(out[j].At) {
