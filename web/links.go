@@ -271,4 +271,3 @@ func (s *Server) recreateLink(c echo.Context) error {
 	s.audit(c, action.LinkRecreate, "link "+c.Param("id"), models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-recreated")
 }
-
