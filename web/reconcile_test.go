@@ -497,7 +497,7 @@ func statusCounts(row string) map[string]string {
 }
 
 // The overview, the runs list and a run's page count a run's discrepancies
-// with the same three words, in the same order, with the same numbers;
+// with the same four words, in the same order, with the same numbers;
 // each number leads to the discrepancies it counts.
 func TestReconcileCountsAgreeAcrossPages(t *testing.T) {
 	t.Parallel()
