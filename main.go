@@ -276,7 +276,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sendTo, listFrom := connectors(cfg, r, db, log)
 	eng := outbox.New(db, sendTo, clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg, Redactor: r})
-	rec := reconcile.New(db, listFrom, clk, log, reconcile.Options{})
+	rec := reconcile.New(db, listFrom, clk, log, reconcile.Options{Redactor: r})
 	pauser := services.NewPauser(db, cfg.ServiceNames(), clk, log)
 	eng.SetPaused(pauser.Paused)
 	rc, err := inbox.New(db, cfg.Services, clk, log, r)

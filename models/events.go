@@ -34,10 +34,14 @@ func CountDuplicate(tx *gorm.DB, provider, eventID string, now time.Time) error 
 		Updates(map[string]any{"duplicates": gorm.Expr("duplicates + 1"), "last_duplicate_at": now}).Error
 }
 
-// SetEventOutcome writes what applying an event did.
-func SetEventOutcome(tx *gorm.DB, provider, eventID, outcome, note string) error {
-	return tx.Model(&ProcessedEvent{}).Where("provider = ? AND event_id = ?", provider, eventID).
-		Updates(map[string]any{"outcome": outcome, "error": note}).Error
+// SetEventOutcome writes what applying an event did, and the link its
+// effect found (nil: none).
+func SetEventOutcome(tx *gorm.DB, provider, eventID, outcome, note string, linkID *int64) error {
+	set := map[string]any{"outcome": outcome, "error": note}
+	if linkID != nil {
+		set["link_id"] = *linkID
+	}
+	return tx.Model(&ProcessedEvent{}).Where("provider = ? AND event_id = ?", provider, eventID).Updates(set).Error
 }
 
 // EventByID finds a processed event.

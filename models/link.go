@@ -118,6 +118,9 @@ type ProcessedEvent struct {
 	Duplicates      int
 	LastDuplicateAt *time.Time
 	Payload         string
+	// LinkID is the link the event's effect found (see NoteEventLink); nil
+	// when it named none, and for events stored before the column.
+	LinkID *int64
 }
 
 // ReconciliationRun is one comparison of a service with our links.
@@ -138,6 +141,12 @@ type ReconciliationRun struct {
 	// ConfirmedBy and ConfirmedAt say who let a run past its safety valve.
 	ConfirmedBy string
 	ConfirmedAt *time.Time
+	// Listed is how many objects the listing met (Scanned counts them and
+	// the records compared together); nil for runs before it was kept.
+	Listed *int64
+	// AppliedBy and AppliedAt say who applied a dry run's open fixes.
+	AppliedBy string
+	AppliedAt *time.Time
 }
 
 // Discrepancy is one difference a reconciliation run found.
@@ -153,6 +162,15 @@ type Discrepancy struct {
 	LinkID      *int64
 	Detail      string
 	CreatedAt   time.Time
+	// Differences are the values of the fields that differ, as JSON (see
+	// FieldDifference); "" for the other kinds.
+	Differences string
+	// Resolution is what a person did with a discrepancy waiting for one
+	// (ResolvedLinked, ResolvedKept, ResolvedDismissed); "" until then.
+	Resolution     string
+	ResolutionNote string
+	ResolvedBy     string
+	ResolvedAt     *time.Time
 }
 
 // LinkFilter narrows a list of links; empty fields match everything.

@@ -17,6 +17,10 @@ const (
 	DiscrepancyOpen     = "open"     // fixable, not fixed (yet): a dry run, or beyond the safety valve
 	DiscrepancyFixed    = "fixed"    // the fix was applied
 	DiscrepancyReported = "reported" // for a person: the policy says report, or no fix is safe
+	// DiscrepancyResolved is a reported discrepancy a person resolved. It is
+	// not stored as a status (see migration 0022): a reported row with a
+	// resolution counts, and filters, as resolved.
+	DiscrepancyResolved = "resolved"
 )
 
 // Run statuses.
@@ -68,10 +72,11 @@ func StartRun(db *gorm.DB, r *ReconciliationRun) error {
 	return nil
 }
 
-// RunProgress records a run's progress and heartbeat; ErrRunLost when the
-// run is no longer running.
-func RunProgress(db *gorm.DB, id, expected, scanned int64, now time.Time) error {
-	return runningUpdate(db, id, map[string]any{"expected": expected, "scanned": scanned, "heartbeat_at": now})
+// RunProgress records a run's progress (listed: the objects the listing met
+// so far, counted in scanned too) and heartbeat; ErrRunLost when the run is
+// no longer running.
+func RunProgress(db *gorm.DB, id, expected, scanned, listed int64, now time.Time) error {
+	return runningUpdate(db, id, map[string]any{"expected": expected, "scanned": scanned, "listed": listed, "heartbeat_at": now})
 }
 
 // RunHeartbeat says the run's owner is alive; ErrRunLost when the run is no
@@ -125,7 +130,7 @@ func ClearSeen(db *gorm.DB, runID int64) error {
 // confirmed: a newer run has seen fresher data.
 func ResumeRun(db *gorm.DB, id int64, who, owner string, now time.Time) (*ReconciliationRun, error) {
 	res := db.Exec(`UPDATE reconciliation_runs SET status = ?, confirmed_by = ?, confirmed_at = ?, heartbeat_at = ?, owner = ?
-		WHERE id = ? AND status = ? AND NOT dry_run
+		WHERE id = ? AND status = ? AND (NOT dry_run OR applied_by <> '')
 		AND id = (SELECT MAX(r2.id) FROM reconciliation_runs r2 WHERE r2.service = reconciliation_runs.service)`,
 		RunRunning, who, now, now, owner, id, RunAwaiting)
 	if errors.Is(res.Error, gorm.ErrDuplicatedKey) {
@@ -233,6 +238,7 @@ func ListRuns(db *gorm.DB, f RunFilter) ([]ReconciliationRun, error) {
 type KindCount struct {
 	Kind                  string
 	Open, Fixed, Reported int64
+	Resolved              int64 // reported, then resolved by a person
 	Total                 int64
 }
 
@@ -286,8 +292,8 @@ func RunDetails(db *gorm.DB, runs []ReconciliationRun) ([]RunDetail, error) {
 		Kind, Status string
 		N            int64
 	}
-	if err := db.Model(&Discrepancy{}).Select("run_id, kind, status, COUNT(*) AS n").Where("run_id IN ?", ids).
-		Group("run_id, kind, status").Scan(&rows).Error; err != nil {
+	if err := db.Model(&Discrepancy{}).Select("run_id, kind, "+statusOrResolved+" AS status, COUNT(*) AS n").Where("run_id IN ?", ids).
+		Group("run_id, kind, " + statusOrResolved).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("count discrepancies of %d runs: %w", len(ids), err)
 	}
 	for _, r := range rows {
@@ -306,8 +312,13 @@ func RunDetails(db *gorm.DB, runs []ReconciliationRun) ([]RunDetail, error) {
 	return out, nil
 }
 
+// statusOrResolved is a discrepancy's status as pages count it.
+const statusOrResolved = "CASE WHEN resolution <> '' THEN 'resolved' ELSE status END"
+
 func (c *KindCount) add(status string, n int64) {
 	switch status {
+	case DiscrepancyResolved:
+		c.Resolved += n
 	case DiscrepancyOpen:
 		c.Open += n
 	case DiscrepancyFixed:
@@ -333,7 +344,13 @@ func ListDiscrepancies(db *gorm.DB, f DiscrepancyFilter) ([]Discrepancy, error) 
 	if f.Kind != "" {
 		q = q.Where("kind = ?", f.Kind)
 	}
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case DiscrepancyResolved:
+		q = q.Where("status = ? AND resolution <> ''", DiscrepancyReported)
+	case DiscrepancyReported:
+		q = q.Where("status = ? AND resolution = ''", DiscrepancyReported)
+	default:
 		q = q.Where("status = ?", f.Status)
 	}
 	var out []Discrepancy

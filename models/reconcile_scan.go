@@ -55,6 +55,7 @@ type Finding struct {
 	RecordHash     string
 	Detail         string
 	CreatedAt      time.Time
+	Differences    string // JSON of []FieldDifference
 }
 
 // TableName is the discrepancies table.

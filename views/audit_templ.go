@@ -437,6 +437,10 @@ var actionLabels = map[string]string{
 	action.ScheduleRun:       "Ran a scheduled task",
 	action.EventReplay:       "Replayed a webhook",
 	action.RecordUpsert:      "Record sent by the API",
+	// h-recon (issue 14)
+	action.ReconcileResolve: "Resolved a reconciliation finding",
+	action.ReconcileApply:   "Applied a dry run's fixes",
+	action.RecordCheck:      "Checked a record at the providers",
 }
 
 var _ = templruntime.GeneratedTemplate

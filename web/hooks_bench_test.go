@@ -366,6 +366,6 @@ func rawTx(ctx context.Context, db *gorm.DB, fx inbox.Effect, red *redact.Redact
 		if err != nil {
 			return errors.Join(errors.New("the benchmark's effects all apply"), err)
 		}
-		return models.SetEventOutcome(tx, ev.Service, ev.ID, models.EventApplied, red.Text(note))
+		return models.SetEventOutcome(tx, ev.Service, ev.ID, models.EventApplied, red.Text(note), nil)
 	})
 }

@@ -276,19 +276,3 @@ func (s *Server) recreateLink(c echo.Context) error {
 	s.audit(c, action.LinkRecreate, "link "+c.Param("id"), models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-recreated")
 }
-
-func (s *Server) showRecord(c echo.Context) error {
-	rec, err := models.RecordByKey(s.requestDB(c), c.Param("type"), c.Param("id"))
-	if err != nil {
-		return err
-	}
-	links, err := models.RecordLinks(s.requestDB(c), rec.LocalType, rec.LocalID)
-	if err != nil {
-		return err
-	}
-	v := views.RecordView{LocalType: rec.LocalType, LocalID: rec.LocalID, Payload: s.prettyRedacted(rec.Payload), UpdatedAt: rec.UpdatedAt}
-	for _, l := range links {
-		v.Links = append(v.Links, linkRow(l))
-	}
-	return s.render(c, views.RecordPage(s.page(c, rec.LocalType+" "+rec.LocalID, "/links"), v))
-}

@@ -60,7 +60,13 @@ func (s *Server) runRow(d *models.RunDetail) views.RunRow {
 	r := d.Run
 	row := views.RunRow{ID: r.ID, Service: r.Service, Status: r.Status, DryRun: r.DryRun, TriggeredBy: r.TriggeredBy,
 		StartedAt: r.StartedAt, Expected: r.Expected, Scanned: r.Scanned, Fixed: d.All.Fixed, Open: d.All.Open,
-		Reported: d.All.Reported, Error: r.Error, SupersededBy: d.SupersededBy}
+		Reported: d.All.Reported, Resolved: d.All.Resolved, Error: r.Error, SupersededBy: d.SupersededBy, AppliedBy: r.AppliedBy}
+	if r.Listed != nil {
+		row.Listed, row.HasListed = *r.Listed, true
+	}
+	if r.AppliedAt != nil {
+		row.AppliedAt = *r.AppliedAt
+	}
 	end := s.clock.Now()
 	if r.FinishedAt != nil {
 		end = *r.FinishedAt
@@ -75,7 +81,7 @@ func (s *Server) runRow(d *models.RunDetail) views.RunRow {
 }
 
 func kindCount(k models.KindCount) views.KindCount {
-	return views.KindCount{Kind: k.Kind, Open: k.Open, Fixed: k.Fixed, Reported: k.Reported, Total: k.Total}
+	return views.KindCount{Kind: k.Kind, Open: k.Open, Fixed: k.Fixed, Reported: k.Reported, Resolved: k.Resolved, Total: k.Total}
 }
 
 // startRun starts a run in the background and shows its page; a run of the
@@ -122,7 +128,7 @@ func discrepancyFilter(c echo.Context, id int64) (models.DiscrepancyFilter, erro
 	if f.Kind != "" && !oneOf(f.Kind, discrepancy.Kinds...) {
 		return f, errBadRequest("There is no kind of discrepancy called " + strconv.Quote(f.Kind) + ".")
 	}
-	if f.Status != "" && !oneOf(f.Status, models.DiscrepancyOpen, models.DiscrepancyFixed, models.DiscrepancyReported) {
+	if f.Status != "" && !oneOf(f.Status, models.DiscrepancyOpen, models.DiscrepancyFixed, models.DiscrepancyReported, models.DiscrepancyResolved) {
 		return f, errBadRequest("There is no discrepancy status called " + strconv.Quote(f.Status) + ".")
 	}
 	return f, nil
@@ -158,6 +164,9 @@ func (s *Server) showRun(c echo.Context) error {
 	v.Progress.Found = &v.All
 	if d.Run.ConfirmedAt != nil {
 		v.ConfirmedAt = *d.Run.ConfirmedAt
+	}
+	if err := s.runActions(c, d, &v); err != nil {
+		return err
 	}
 	if v.StartedAfter, err = s.startedAfter(c, d); err != nil {
 		return err
@@ -229,7 +238,11 @@ func (s *Server) discrepancyRows(c echo.Context, found []models.Discrepancy) ([]
 	for _, x := range found {
 		row := views.DiscrepancyRow{ID: x.ID, Kind: x.Kind, Status: x.Status, LocalType: x.LocalType, LocalID: x.LocalID,
 			ExternalKey: x.ExternalKey, ExternalIDs: views.SplitIDs(x.ExternalIDs), Detail: x.Detail,
-			HasRecord: x.LocalType != "" && x.LocalID != ""}
+			HasRecord: x.LocalType != "" && x.LocalID != "", Differences: fieldDiffs(x.Differences),
+			Resolution: x.Resolution, ResolutionNote: x.ResolutionNote, ResolvedBy: x.ResolvedBy}
+		if x.ResolvedAt != nil {
+			row.ResolvedAt = *x.ResolvedAt
+		}
 		if x.LinkID != nil {
 			row.LinkID = *x.LinkID
 		}
@@ -342,7 +355,7 @@ func (s *Server) exportDiscrepancies(c echo.Context) error {
 	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	h.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Response().WriteHeader(http.StatusOK)
-	if err := writeDiscrepanciesCSV(c.Request().Context(), s.requestDB(c), f, c.Response()); err != nil {
+	if err := writeDiscrepanciesCSV(c.Request().Context(), s.requestDB(c), r.Service, f, c.Response()); err != nil {
 		// The header is gone; all that is left is to log it.
 		s.log.Error("export discrepancies", "run", id, "err", err)
 	}

@@ -90,7 +90,7 @@ func TestBrowserReconcileRunProgressReportAndCSV(t *testing.T) {
 	require.Equal(t, discrepancyCSVHeader, rows[0])
 	kinds := map[string][]string{}
 	for _, r := range rows[1:] {
-		kinds[r[2]] = append(kinds[r[2]], r[5])
+		kinds[r[18]] = append(kinds[r[18]], r[6])
 	}
 	require.ElementsMatch(t, []string{"3", "7", "11"}, kinds[discrepancy.MissingRemote])
 	require.ElementsMatch(t, []string{"40", "41"}, kinds[discrepancy.NeverSynced])

@@ -30,18 +30,18 @@ func TestDiscrepanciesCSVDefusesFormulas(t *testing.T) {
 		}))
 
 		var buf bytes.Buffer
-		require.NoError(t, writeDiscrepanciesCSV(context.Background(), db, models.DiscrepancyFilter{RunID: r.ID}, &buf))
+		require.NoError(t, writeDiscrepanciesCSV(context.Background(), db, "crm", models.DiscrepancyFilter{RunID: r.ID}, &buf))
 		rows, err := csv.NewReader(&buf).ReadAll()
 		require.NoError(t, err)
 		require.Len(t, rows, 3, "a header and two rows")
 		require.Equal(t, discrepancyCSVHeader, rows[0])
-		require.Equal(t, `'=HYPERLINK("x"),deal_2`, rows[1][7], "a formula from a provider is defused")
-		require.Equal(t, `a, "quoted" detail`, rows[1][9])
-		require.Equal(t, "'-2", rows[2][5], "a leading minus is a formula to a spreadsheet too")
-		require.Equal(t, "2026-11-29T12:00:00Z", rows[1][10])
+		require.Equal(t, `'=HYPERLINK("x"), deal_2`, rows[1][8], "a formula from a provider is defused")
+		require.Equal(t, `a, "quoted" detail`, rows[1][13])
+		require.Equal(t, "'-2", rows[2][6], "a leading minus is a formula to a spreadsheet too")
+		require.Equal(t, "2026-11-29T12:00:00Z", rows[1][17])
 
 		buf.Reset()
-		require.NoError(t, writeDiscrepanciesCSV(context.Background(), db,
+		require.NoError(t, writeDiscrepanciesCSV(context.Background(), db, "crm",
 			models.DiscrepancyFilter{RunID: r.ID, Kind: discrepancy.NeverSynced}, &buf))
 		rows, err = csv.NewReader(&buf).ReadAll()
 		require.NoError(t, err)

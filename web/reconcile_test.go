@@ -193,7 +193,7 @@ func TestOverviewSummarisesTheNewestRun(t *testing.T) {
 		require.Contains(t, row, "Completed")
 		require.Regexp(t, `Missing at the provider <strong>3</strong>`, row)
 		require.Regexp(t, `Duplicated at the provider <strong>2</strong>`, row)
-		require.Equal(t, map[string]string{"fixed": "3", "reported": "2", "open": "0"}, statusCounts(row))
+		require.Equal(t, map[string]string{"fixed": "3", "reported": "2", "open": "0", "resolved": "0"}, statusCounts(row))
 	})
 }
 
@@ -300,8 +300,11 @@ func TestReconcileRunPageFiltersPagesAndExports(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, discrepancyCSVHeader, rows[0])
 		require.Len(t, rows, 116)
-		require.Equal(t, "duplicate_remote", rows[1][2])
-		require.Equal(t, "deal_1a,deal_1b", rows[1][7])
+		require.Equal(t, "Duplicated at the provider", rows[1][3], "the page's words")
+		require.Equal(t, "Waiting for a person", rows[1][4], "the page's words, not reported")
+		require.Equal(t, "crm", rows[1][2], "the service")
+		require.Equal(t, "duplicate_remote", rows[1][18], "the code last, for a script")
+		require.Equal(t, "deal_1a, deal_1b", rows[1][8])
 		all, err := csv.NewReader(strings.NewReader(v.get(page + "/discrepancies.csv").body)).ReadAll()
 		require.NoError(t, err)
 		require.Len(t, all, 231)
@@ -353,7 +356,7 @@ func TestReconcileConflictWhileRunning(t *testing.T) {
 		now := b.clock.Now()
 		running := models.ReconciliationRun{Service: "crm", TriggeredBy: "elsewhere", Owner: "other-host", StartedAt: now, HeartbeatAt: &now}
 		require.NoError(t, models.StartRun(db, &running))
-		require.NoError(t, models.RunProgress(db, running.ID, 200, 50, now))
+		require.NoError(t, models.RunProgress(db, running.ID, 200, 50, 0, now))
 		op := b.signedIn("ops@example.com", models.RoleOperator)
 
 		r := op.post("/reconcile", "/reconcile/start", url.Values{"service": {"crm"}})
@@ -485,7 +488,7 @@ func TestReconcilePagesSayKindsInWords(t *testing.T) {
 		require.Contains(t, never, "queued for sending")
 		require.Contains(t, never, "retries it from the Failed page", "a never-sent record whose link failed waits for a person")
 		csv := v.get(page + "/discrepancies.csv").body
-		require.Contains(t, csv, ",never_synced,", "the export keeps the codes")
+		require.Contains(t, csv, ",never_synced\n", "the export keeps the codes, last")
 	})
 }
 
@@ -502,7 +505,7 @@ func statusCounts(row string) map[string]string {
 }
 
 // The overview, the runs list and a run's page count a run's discrepancies
-// with the same three words, in the same order, with the same numbers;
+// with the same four words, in the same order, with the same numbers;
 // each number leads to the discrepancies it counts.
 func TestReconcileCountsAgreeAcrossPages(t *testing.T) {
 	t.Parallel()
@@ -521,8 +524,8 @@ func TestReconcileCountsAgreeAcrossPages(t *testing.T) {
 					LocalType: "order", LocalID: fmt.Sprint(i), ExternalKey: fmt.Sprintf("site_order_%d", i), Detail: "found", CreatedAt: now}).Error)
 			}
 		}
-		want := map[string]string{"fixed": "3", "reported": "2", "open": "1"}
-		heads := regexp.MustCompile(`>Fixed</th>\s*<th[^>]*>Waiting for a person</th>\s*<th[^>]*>Open</th>`)
+		want := map[string]string{"fixed": "3", "reported": "2", "open": "1", "resolved": "0"}
+		heads := regexp.MustCompile(`>Fixed</th>\s*<th[^>]*>Waiting for a person</th>\s*<th[^>]*>Open</th>\s*<th[^>]*>Resolved by a person</th>`)
 		v := b.signedIn("vic@example.com", models.RoleViewer)
 		page := fmt.Sprintf("/reconcile/%d", run.ID)
 
@@ -531,9 +534,9 @@ func TestReconcileCountsAgreeAcrossPages(t *testing.T) {
 		list := v.get("/reconcile").body
 		require.Equal(t, want, statusCounts(between(t, list, fmt.Sprintf(`data-testid="run-row-%d"`, run.ID), "</tr>")), "the runs list")
 		r := v.get(page).body
-		require.Contains(t, between(t, r, `data-testid="run-counts"`, "</dd>"), "6 discrepancies: 3 fixed, 2 waiting for a person, 1 open")
+		require.Contains(t, between(t, r, `data-testid="run-counts"`, "</dd>"), "6 discrepancies: 3 fixed, 2 waiting for a person, 1 open, 0 resolved by a person")
 		kind := between(t, r, `data-testid="kind-never_synced"`, "</tr>")
-		require.Regexp(t, `<td class="num">3</td>\s*<td class="num">2</td>\s*<td class="num">1</td>`, kind, "the kinds table: fixed, waiting, open")
+		require.Regexp(t, `<td class="num">3</td>\s*<td class="num">2</td>\s*<td class="num">1</td>\s*<td class="num">0</td>`, kind, "the kinds table: fixed, waiting, open, resolved")
 		for name, body := range map[string]string{"overview": overview, "runs list": list, "run page": r} {
 			require.Regexp(t, heads, body, "%s: the same headings, in the same order", name)
 			require.NotContains(t, body, "Not fixed", name)

@@ -79,6 +79,12 @@ var flashes = map[string]flash{
 	"runs-started":           {"A reconciliation run was started for every service. They are listed below; open one to follow it.", false},
 	"runs-started-some-busy": {"A reconciliation run was started for every service that was not already being reconciled. They are listed below.", false},
 	"runs-all-busy":          {"Every service is already being reconciled, so no new run was started. The runs going are listed below.", false},
+	// h-recon (issue 14): reconciliation actions.
+	"disc-linked":          {"The object is linked to the record; the record is sent to it as an update.", false},
+	"disc-kept":            {"The object kept is linked to the record. Delete the others at the provider: syncdesk does not.", false},
+	"disc-dismissed":       {"The discrepancy is dismissed, with your reason.", false},
+	"dryrun-applied":       {"The dry run's open fixes were applied; what each did is below.", false},
+	"dryrun-applied-valve": {"Fixes were applied up to the safety valve; confirm below to apply the rest.", true},
 }
 
 // flashFor reads ?done= (and, for a bulk retry, its counts) into the words

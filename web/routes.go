@@ -63,6 +63,10 @@ func (s *Server) routes() error {
 	pages.GET("/reconcile/:id/discrepancies.csv", s.exportDiscrepancies)
 	pages.POST("/reconcile/:id/confirm", s.confirmRun, operator)
 	pages.POST("/reconcile/:id/cancel", s.cancelRun, operator)
+	// h-recon (issue 14): reconciliation actions and the record's check.
+	pages.POST("/reconcile/:id/apply", s.applyRun, operator)
+	pages.POST("/reconcile/:id/discrepancies/:did/resolve", s.resolveDiscrepancy, operator)
+	pages.POST("/records/:type/:id/check", s.checkRecord, operator, recordKey)
 
 	pages.GET("/users", s.listUsers, admin)
 	pages.POST("/users", s.addUser, admin)

@@ -27,4 +27,10 @@ const (
 	ScheduleRun       = "schedule.run"
 	EventReplay       = "event.replay"
 	RecordUpsert      = "record.upsert"
+
+	// Issue 14, h-recon: a person's decisions on reconciliation findings,
+	// and a look at what a provider holds of one record.
+	ReconcileResolve = "reconcile.resolve"
+	ReconcileApply   = "reconcile.apply"
+	RecordCheck      = "record.check"
 )

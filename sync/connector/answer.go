@@ -85,44 +85,46 @@ func listShape(o config.Object) string {
 }
 
 // carrying returns the ids of the objects in a lookup answer whose key is
-// exactly key: a provider's search may be loose. An answer it cannot read
-// is an error: a list of another shape, one object without the key field,
-// an object whose key cannot be read, or one carrying key without an id.
-func carrying(resp any, obj config.Object, key string) ([]string, error) {
+// exactly key (a provider's search may be loose), and those objects, in
+// the same order. An answer it cannot read is an error: a list of another
+// shape, one object without the key field, an object whose key cannot be
+// read, or one carrying key without an id.
+func carrying(resp any, obj config.Object, key string) ([]string, []map[string]any, error) {
 	list, ok := listOf(resp, obj)
 	if !ok {
 		m, isObject := resp.(map[string]any)
 		if !isObject || config.ValueAt(m, obj.KeyField) == nil {
-			return nil, fmt.Errorf("expected %s, or one object with a %q field", listShape(obj), obj.KeyField)
+			return nil, nil, fmt.Errorf("expected %s, or one object with a %q field", listShape(obj), obj.KeyField)
 		}
 		list = []map[string]any{m}
 	}
 	var ids []string
+	var items []map[string]any
 	for _, item := range list {
 		// Of an object whose key cannot be read, whether it is ours cannot
 		// be told; taking it for someone else's could hide the object a
 		// lost create made.
 		switch v := config.ValueAt(item, obj.KeyField).(type) {
 		case nil:
-			return nil, fmt.Errorf("an object in the list has no %q field", obj.KeyField)
+			return nil, nil, fmt.Errorf("an object in the list has no %q field", obj.KeyField)
 		case string, json.Number:
 			if fmt.Sprint(v) != key {
 				continue
 			}
 		default:
-			return nil, fmt.Errorf("an object's %q field is not text", obj.KeyField)
+			return nil, nil, fmt.Errorf("an object's %q field is not text", obj.KeyField)
 		}
 		id := obj.IDOf(item)
 		if id == "" {
-			return nil, fmt.Errorf("an object carrying the key has no %q field with its id", obj.IDField)
+			return nil, nil, fmt.Errorf("an object carrying the key has no %q field with its id", obj.IDField)
 		}
 		// One object listed twice (a search that matches it on two fields)
 		// is still one object, not a duplicate for a person to resolve.
 		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
+			ids, items = append(ids, id), append(items, item)
 		}
 	}
-	return ids, nil
+	return ids, items, nil
 }
 
 // choices reads the objects an answer of 300 Multiple Choices names: a list

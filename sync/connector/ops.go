@@ -133,11 +133,19 @@ func (c *HTTP) target(endpoint string, vars map[string]string) (request, error) 
 // cannot read is a temporary failure, never an empty result. An answer of
 // 300 names several objects.
 func (c *HTTP) Lookup(ctx context.Context, localType, key string) Call {
+	call, _ := c.LookupObjects(ctx, localType, key)
+	return call
+}
+
+// LookupObjects is Lookup with the objects found as the provider answered
+// them, for a person to compare with the record ("check the provider now").
+// An answer of 300 names its objects without them: their ids are in Found.
+func (c *HTTP) LookupObjects(ctx context.Context, localType, key string) (Call, []map[string]any) {
 	obj := c.objects[localType]
 	op := obj.Remote + ".lookup"
 	rq, err := c.target(obj.Lookup, map[string]string{"external_key": key})
 	if err = cmp.Or(obj.err, err); err != nil {
-		return Call{Operation: op, Class: Permanent, Error: "misconfigured lookup: " + err.Error()}
+		return Call{Operation: op, Class: Permanent, Error: "misconfigured lookup: " + err.Error()}, nil
 	}
 	rq.op = op
 	if obj.search != nil {
@@ -146,7 +154,7 @@ func (c *HTTP) Lookup(ctx context.Context, localType, key string) Call {
 			rq.body, err = mapping.JSON(v)
 		}
 		if err != nil {
-			return Call{Operation: op, Class: Permanent, Error: "the lookup's search body could not be built: " + err.Error()}
+			return Call{Operation: op, Class: Permanent, Error: "the lookup's search body could not be built: " + err.Error()}, nil
 		}
 		rq.ctype = contentTypes["json"]
 	}
@@ -154,23 +162,23 @@ func (c *HTTP) Lookup(ctx context.Context, localType, key string) Call {
 	switch {
 	case call.HTTPCode == http.StatusNotFound:
 		call.Class, call.Error = OK, ""
-		return call
+		return call, nil
 	case call.HTTPCode == http.StatusMultipleChoices:
 		call.Class, call.Error, call.Found = OK, "", choices(a.decoded, obj.Object)
-		return call
+		return call, nil
 	case call.Class != OK:
-		return call
+		return call, nil
 	}
-	found, err := carrying(a.decoded, obj.Object, key)
+	found, items, err := carrying(a.decoded, obj.Object, key)
 	if err != nil {
 		call.Class, call.Error = Temporary, "the lookup's answer was not understood: "+err.Error()
-		return call
+		return call, nil
 	}
 	call.Found = found
 	if len(found) == 1 {
 		call.ExternalID = found[0]
 	}
-	return call
+	return call, items
 }
 
 // List reads one page of the provider's objects. cursor is "" for the first

@@ -328,6 +328,7 @@ func linkOf(tx *gorm.DB, service, id, key string) (*models.Link, string, error) 
 		return nil, fmt.Sprintf("%s carries our key %s, but the link of %s/%s points at %s: the event is about another object (a duplicate?), so the link is left alone",
 			id, key, link.LocalType, link.LocalID, link.ExternalID), errIgnored
 	}
+	noteEventLink(tx, link) // h-recon: kept with the event (event_link.go)
 	return link, "", nil
 }
 

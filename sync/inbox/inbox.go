@@ -296,11 +296,12 @@ func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk *hook, in Event, p
 		}
 		return res, err
 	}
-	res.Outcome, res.Note, err = r.effect(ctx, tx, hk, in, now)
+	ftx, found := withEventLink(tx) // h-recon: which link the effect found (event_link.go)
+	res.Outcome, res.Note, err = r.effect(ctx, ftx, hk, in, now)
 	if err != nil {
 		return res, err
 	}
-	return res, models.SetEventOutcome(tx, in.Service, in.ID, res.Outcome, red.Text(res.Note))
+	return res, models.SetEventOutcome(tx, in.Service, in.ID, res.Outcome, red.Text(res.Note), found.id)
 }
 
 // effect runs the event's effect and names the outcome.

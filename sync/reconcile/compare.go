@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -62,7 +63,36 @@ func (rn *run) withPolicy(v verdict) models.Finding {
 	if v.fixable && rn.svc.Config.Reconcile.Fixes(f.Kind) {
 		f.Status = models.DiscrepancyOpen
 	}
+	if len(v.differ) > 0 {
+		f.Differences = rn.r.differencesJSON(v.differ)
+	}
 	return f
+}
+
+// differencesJSON is how a finding stores the values that differ: masked
+// as every page and export would show them, since a record's fields may
+// hold secrets (a field the redactor names sensitive, a token in a note).
+func (r *Reconciler) differencesJSON(ds []models.FieldDifference) string {
+	out := make([]models.FieldDifference, len(ds))
+	for i, d := range ds {
+		out[i] = r.masked(d)
+	}
+	b, _ := json.Marshal(out) // strings only: always encodes
+	return string(b)
+}
+
+// masked is a difference with its values as pages may show them.
+func (r *Reconciler) masked(d models.FieldDifference) models.FieldDifference {
+	last := d.Field
+	if i := strings.LastIndexByte(last, '.'); i >= 0 {
+		last = last[i+1:]
+	}
+	if r.redact.Sensitive(last) {
+		d.Here, d.There = "[redacted]", "[redacted]"
+		return d
+	}
+	d.Here, d.There = r.redact.Text(d.Here), r.redact.Text(d.There)
+	return d
 }
 
 // subjectsOf joins a batch's records with their links and listed objects.

@@ -37,6 +37,7 @@ type remoteView struct{ id, key, fields string }
 type verdict struct {
 	f       models.Finding
 	fixable bool
+	differ  []models.FieldDifference // field_mismatch: the fields and both values
 }
 
 // decide compares one record with the provider and returns what is wrong,
@@ -97,9 +98,10 @@ func decideSuccess(v verdict, s subject, t objectType, service string) (verdict,
 		return adoption(v, s, t, discrepancy.UnlinkedRemote, fmt.Sprintf("The link points at %s, but the object carrying our key %s is %s.",
 			l.externalID, r.key, r.id))
 	}
-	if differ := diffFields(s.payload, r.fields, t); len(differ) > 0 {
+	if differ := differences(s.payload, r.fields, t); len(differ) > 0 {
+		v.differ = differ
 		return v.with(discrepancy.FieldMismatch, true, "%s's %s differs from the record in %s: the fix pushes the record again.",
-			service, r.id, strings.Join(differ, ", "))
+			service, r.id, strings.Join(fieldNames(differ), ", "))
 	}
 	return v, false
 }
@@ -140,6 +142,14 @@ func adoption(v verdict, s subject, t objectType, kind, what string) (verdict, b
 	return v.with(kind, true, "%s Adopt it and push the record over it.", what)
 }
 
+func fieldNames(ds []models.FieldDifference) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Field
+	}
+	return out
+}
+
 func (v verdict) with(kind string, fixable bool, format string, a ...any) (verdict, bool) {
 	v.f.Kind, v.fixable, v.f.Detail = kind, fixable, fmt.Sprintf(format, a...)
 	return v, true
@@ -151,29 +161,57 @@ func (t objectType) keyOf(localID string) string {
 }
 
 // diffFields returns the compared fields in which the remote object differs
-// from the record's payload, sorted; none when their hashes agree. The
-// compared fields are the configured ones, else the payload's top-level
-// fields but our key and the provider's id (which the outbox sets itself).
-// Numbers compare by value: 10.50 and 10.5 are the same amount.
+// from the record, sorted; none when they agree (see differences).
 func diffFields(payload, remote string, t objectType) []string {
+	var names []string
+	for _, d := range differences(payload, remote, t) {
+		names = append(names, d.Field)
+	}
+	return names
+}
+
+// differences returns the compared fields in which the remote object
+// differs from the record's payload, with both values, sorted; none when
+// their hashes agree. The compared fields are the configured ones, else the
+// payload's top-level fields but our key and the provider's id (which the
+// outbox sets itself). Numbers compare by value: 10.50 and 10.5 are the
+// same amount.
+func differences(payload, remote string, t objectType) []models.FieldDifference {
 	if t.body != nil {
 		return mappedDiff(payload, remote, t)
 	}
 	var want, got map[string]any
 	if json.Unmarshal([]byte(payload), &want) != nil || json.Unmarshal([]byte(remote), &got) != nil {
-		return []string{"(unreadable JSON)"}
+		return []models.FieldDifference{{Field: "(unreadable JSON)"}}
 	}
 	fields := t.obj.ComparedFields(t.compare, want)
 	if fieldsHash(want, fields) == fieldsHash(got, fields) {
 		return nil
 	}
-	var differ []string
+	var differ []models.FieldDifference
 	for _, f := range fields {
 		if fieldsHash(want, []string{f}) != fieldsHash(got, []string{f}) {
-			differ = append(differ, f)
+			differ = append(differ, models.FieldDifference{Field: f, Here: valueText(want, f), There: valueText(got, f)})
 		}
 	}
 	return differ
+}
+
+// valueText is a field's value as a person reads it: text as it is, other
+// JSON as JSON, and a field that is not there said so.
+func valueText(m map[string]any, f string) string {
+	v, ok := m[f]
+	switch x := v.(type) {
+	case nil:
+		if !ok {
+			return "(not set)"
+		}
+		return "null"
+	case string:
+		return x
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // fieldsHash is the SHA-256 of the named fields of m as canonical JSON (an

@@ -106,6 +106,14 @@ func (r *Reconciler) Confirm(ctx context.Context, runID int64, who string) (*mod
 	}
 	r.log.Info("reconciliation confirmed", "service", row.Service, "run", runID, "by", who)
 	rn := &run{r: r, svc: svc, row: *row, o: RunOptions{TriggeredBy: row.TriggeredBy},
-		expected: row.Expected, scanned: row.Scanned}
+		expected: row.Expected, scanned: row.Scanned, listed: listedOf(row)}
 	return rn.execute(ctx, func(ctx context.Context) error { return rn.fixAll(ctx, -1) })
+}
+
+// listedOf is how many objects a run's listing met, 0 when it did not say.
+func listedOf(row *models.ReconciliationRun) int64 {
+	if row.Listed == nil {
+		return 0
+	}
+	return *row.Listed
 }

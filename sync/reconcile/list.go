@@ -49,11 +49,7 @@ func listGroups(s Service) []listGroup {
 			g = &listGroup{endpoint: o.List}
 			byEndpoint[o.List] = g
 		}
-		t := objectType{name: name, obj: o, key: keyPattern(o.ExternalKey, name), compare: s.Config.Reconcile.Compare[name]}
-		if !o.Body.IsZero() {
-			t.body, _ = mapping.Compile(o.Body.Fields, o.Body.Expr) // refused at start when it does not compile
-		}
-		g.types = append(g.types, t)
+		g.types = append(g.types, typeOf(s, name))
 	}
 	out := make([]listGroup, 0, len(byEndpoint))
 	for _, g := range byEndpoint {
@@ -61,6 +57,16 @@ func listGroups(s Service) []listGroup {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].endpoint < out[j].endpoint })
 	return out
+}
+
+// typeOf is one type of a service as reconciliation sees it.
+func typeOf(s Service, name string) objectType {
+	o := withDefaults(s.Config.Objects[name])
+	t := objectType{name: name, obj: o, key: keyPattern(o.ExternalKey, name), compare: s.Config.Reconcile.Compare[name]}
+	if !o.Body.IsZero() {
+		t.body, _ = mapping.Compile(o.Body.Fields, o.Body.Expr) // refused at start when it does not compile
+	}
+	return t
 }
 
 // withDefaults fills what a service built in code may leave unsaid, as the

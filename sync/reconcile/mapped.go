@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/mapping"
 )
 
@@ -20,15 +21,16 @@ import (
 // form values and answers in JSON numbers).
 
 // mappedDiff returns the body paths in which the remote object differs from
-// the body the record maps to, sorted; only the paths the listing shows.
-func mappedDiff(payload, remote string, t objectType) []string {
+// the body the record maps to, with both values, sorted; only the paths the
+// listing shows.
+func mappedDiff(payload, remote string, t objectType) []models.FieldDifference {
 	body, err := t.body.Render([]byte(payload), mapping.Vars{LocalType: t.name})
 	if err != nil {
-		return []string{fmt.Sprintf("(the record cannot be mapped: %v)", err)}
+		return []models.FieldDifference{{Field: fmt.Sprintf("(the record cannot be mapped: %v)", err)}}
 	}
 	var got any
 	if json.Unmarshal([]byte(remote), &got) != nil {
-		return []string{"(unreadable JSON)"}
+		return []models.FieldDifference{{Field: "(unreadable JSON)"}}
 	}
 	want := map[string]string{}
 	leaves("", body, want)
@@ -39,13 +41,13 @@ func mappedDiff(payload, remote string, t objectType) []string {
 	if paths == nil {
 		paths = slices.Sorted(maps.Keys(want))
 	}
-	var differ []string
+	var differ []models.FieldDifference
 	for _, p := range paths {
 		// A path the listing does not bring (a SOQL query that selects
 		// only Id and the key) cannot be compared: name the field in the
 		// list query to compare it.
 		if h, listed := have[p]; listed && want[p] != h {
-			differ = append(differ, p)
+			differ = append(differ, models.FieldDifference{Field: p, Here: want[p], There: h})
 		}
 	}
 	return differ

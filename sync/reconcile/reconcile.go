@@ -41,6 +41,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
 // Lister reads a provider's objects a page at a time; connector.HTTP is one.
@@ -62,6 +63,9 @@ type Options struct {
 	Heartbeat    time.Duration // how often a running run says it is alive (default 15 s)
 	StaleAfter   time.Duration // a running run silent this long is taken for crashed (default 2 min)
 	ListAttempts int           // tries per page before a run fails (default 3)
+	// Redactor masks what a finding keeps of a field's values (default:
+	// the built-in rules).
+	Redactor *redact.Redactor
 }
 
 // RunOptions say how one run goes.
@@ -78,6 +82,7 @@ type Reconciler struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	opts     Options
+	redact   *redact.Redactor
 
 	base   context.Context // runs live under it; Close cancels it
 	stop   context.CancelFunc
@@ -113,7 +118,10 @@ func New(db *gorm.DB, services []Service, clk clock.Clock, log *slog.Logger, opt
 	if opts.ListAttempts <= 0 {
 		opts.ListAttempts = 3
 	}
-	r := &Reconciler{db: db, services: map[string]Service{}, clock: clk, log: log, opts: opts,
+	if opts.Redactor == nil {
+		opts.Redactor = redact.New(nil)
+	}
+	r := &Reconciler{db: db, services: map[string]Service{}, clock: clk, log: log, opts: opts, redact: opts.Redactor,
 		cancel: map[int64]context.CancelCauseFunc{}}
 	r.base, r.stop = context.WithCancel(context.Background())
 	for _, s := range services {

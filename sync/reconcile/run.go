@@ -145,7 +145,7 @@ func stopReason(cause error) string {
 
 // progress writes expected and scanned, which is also a heartbeat.
 func (rn *run) progress(ctx context.Context) error {
-	return models.RunProgress(rn.r.db.WithContext(ctx), rn.row.ID, rn.expected, rn.scanned, rn.r.clock.Now())
+	return models.RunProgress(rn.r.db.WithContext(ctx), rn.row.ID, rn.expected, rn.scanned, rn.listed, rn.r.clock.Now())
 }
 
 // scan is a whole run: estimate, list, compare, fix.
