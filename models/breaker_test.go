@@ -20,7 +20,9 @@ func failures(n int) models.BreakerTally {
 	return models.BreakerTally{Calls: n, Failures: n, Trailing: n, Answer: "answered 503", Last: "answered 503"}
 }
 
-func reason(c models.BreakerCounts) string { return fmt.Sprintf("%d in a row %s", c.Consecutive, c.RunAnswer) }
+func reason(c models.BreakerCounts) string {
+	return fmt.Sprintf("%d in a row %s", c.Consecutive, c.RunAnswer)
+}
 
 // Instances racing to open one breaker: one opens it, pauses the service
 // and audits it; a probe interval gives one probe to one of them.
