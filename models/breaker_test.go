@@ -147,3 +147,21 @@ func TestBreakerCounts(t *testing.T) {
 		require.Equal(t, 1, c.WindowFailures)
 	})
 }
+
+// Without a pinned time the statements run on the database's clock.
+func TestBreakerRunsOnTheDatabaseClock(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		_, _, err := models.RecordBreakerCalls(db, "crm", failures(3), time.Minute, time.Time{})
+		require.NoError(t, err)
+		ok, _, err := models.TripBreaker(db, "crm", breakerLimits, reason, time.Now(), time.Time{})
+		require.NoError(t, err)
+		require.True(t, ok)
+		taken, wait, err := models.TakeProbe(db, "crm", breakerLimits.ProbeEvery, time.Time{})
+		require.NoError(t, err)
+		require.False(t, taken, "the first probe waits an interval after the breaker opened")
+		require.InDelta(t, breakerLimits.ProbeEvery, wait, float64(5*time.Second))
+		b, err := models.ReadBreaker(db, "crm")
+		require.NoError(t, err)
+		require.InDelta(t, float64(time.Now().Unix()), b.OpenedAt, 60, "opened at the database's now")
+	})
+}
