@@ -279,6 +279,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	rec := reconcile.New(db, listFrom, clk, log, reconcile.Options{Redactor: r})
 	pauser := services.NewPauser(db, cfg.ServiceNames(), clk, log)
 	eng.SetPaused(pauser.Paused)
+	eng.SetBreaker(services.NewBreakers(db, services.Configured(cfg), pauser, clk, log, services.BreakerOptions{}))
 	rc, err := inbox.New(db, cfg.Services, clk, log, r)
 	if err != nil {
 		return nil, err

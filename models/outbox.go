@@ -63,13 +63,24 @@ type ClaimedLink struct {
 // without ever handing one link to two of them; on SQLite the single UPDATE …
 // RETURNING runs under the database's one write lock, which does the same.
 func ClaimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, limit int, skip []string) ([]ClaimedLink, error) {
+	if len(skip) == 0 {
+		return claimDue(db, owner, now, lease, limit, "")
+	}
+	return claimDue(db, owner, now, lease, limit, " AND external_service NOT IN ?", skip)
+}
+
+// ClaimDueOf claims up to limit due links of service alone, paused or not:
+// a probe of a paused service's provider sends one.
+func ClaimDueOf(db *gorm.DB, owner string, now time.Time, lease time.Duration, service string, limit int) ([]ClaimedLink, error) {
+	return claimDue(db, owner, now, lease, limit, " AND external_service = ?", service)
+}
+
+// claimDue claims the due links that filter (SQL and its arguments) keeps.
+func claimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, limit int, filter string, filterArgs ...any) ([]ClaimedLink, error) {
 	var claimed []ClaimedLink
 	err := db.Transaction(func(tx *gorm.DB) error {
-		skipSQL, args := "", []any{StatusProcessing, owner, now.Add(lease), now, now}
-		if len(skip) > 0 {
-			skipSQL = " AND external_service NOT IN ?"
-			args = append(args, skip)
-		}
+		skipSQL, args := filter, []any{StatusProcessing, owner, now.Add(lease), now, now}
+		args = append(args, filterArgs...)
 		args = append(args, limit)
 		freeze := `create_payload = CASE WHEN external_map.external_id = '' AND external_map.create_payload = ''
 			THEN COALESCE((SELECT payload FROM records r WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id), '')

@@ -30,7 +30,15 @@ func Pause(db *gorm.DB, p ServicePause) (held ServicePause, created bool, err er
 	// A resume can slip in between the insert that lost and the read of
 	// the winner; then the next round inserts.
 	for range 3 {
-		res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&p)
+		// A person's pause takes over an automatic one: the service stays
+		// paused, and no probe of its breaker lifts it any more.
+		conflict := clause.OnConflict{DoNothing: true}
+		if p.PausedBy != AutomaticPauser {
+			conflict = clause.OnConflict{Columns: []clause.Column{{Name: "service"}},
+				DoUpdates: clause.AssignmentColumns([]string{"paused_by", "paused_at", "reason"}),
+				Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "service_pauses.paused_by = ?", Vars: []any{AutomaticPauser}}}}}
+		}
+		res := db.Clauses(conflict).Create(&p)
 		if res.Error != nil {
 			return ServicePause{}, false, fmt.Errorf("pause %s: %w", p.Service, res.Error)
 		}
@@ -48,15 +56,27 @@ func Pause(db *gorm.DB, p ServicePause) (held ServicePause, created bool, err er
 	return ServicePause{}, false, fmt.Errorf("pause %s: paused and resumed concurrently, try again", p.Service)
 }
 
-// Resume lifts the pause of service and reports whether there was one.
-// Resuming a service that is not paused changes nothing.
-func Resume(db *gorm.DB, service string) (bool, error) {
-	res := db.Where("service = ?", service).Delete(&ServicePause{})
-	if res.Error != nil {
-		return false, fmt.Errorf("resume %s: %w", service, res.Error)
-	}
-	return res.RowsAffected > 0, nil
+// Resume lifts the pause of service, by hand or automatic, closes its
+// breaker (a person decided to try again), and reports whether there was a
+// pause. Resuming a service that is not paused changes nothing.
+func Resume(db *gorm.DB, service string) (was bool, err error) {
+	err = db.Transaction(func(tx *gorm.DB) error {
+		// The breaker's row first, as TripBreaker and CloseBreaker take them.
+		if err := tx.Exec(`UPDATE service_breakers SET `+closedSet+` WHERE service = ?`, service).Error; err != nil {
+			return fmt.Errorf("close the breaker of %s: %w", service, err)
+		}
+		res := tx.Where("service = ?", service).Delete(&ServicePause{})
+		if res.Error != nil {
+			return fmt.Errorf("resume %s: %w", service, res.Error)
+		}
+		was = res.RowsAffected > 0
+		return nil
+	})
+	return was, err
 }
+
+// Automatic reports whether the pause was made by the service's breaker.
+func (p ServicePause) Automatic() bool { return p.PausedBy == AutomaticPauser }
 
 // ListPauses returns every paused service, the longest-paused first.
 func ListPauses(db *gorm.DB) ([]ServicePause, error) {

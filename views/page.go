@@ -49,6 +49,8 @@ type PausedService struct {
 	By     string
 	Since  time.Time
 	Reason string
+	// Automatic: the service's breaker paused it, and its probes resume it.
+	Automatic bool
 }
 
 // NavEntry is one item of the main navigation.

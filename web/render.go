@@ -49,7 +49,8 @@ func (s *Server) pausedServices(c echo.Context) []views.PausedService {
 	pauses, _ := s.pauser.List(c.Request().Context())
 	out := make([]views.PausedService, len(pauses))
 	for i, ps := range pauses {
-		out[i] = views.PausedService{Name: ps.Service, By: ps.PausedBy, Since: ps.PausedAt, Reason: ps.Reason}
+		out[i] = views.PausedService{Name: ps.Service, By: ps.PausedBy, Since: ps.PausedAt, Reason: ps.Reason,
+			Automatic: ps.Automatic()}
 	}
 	return out
 }

@@ -22,7 +22,7 @@ import (
 // the environment is only asked whether a variable holds something.
 func describeService(name string, svc config.Service) views.ServiceCard {
 	card := views.ServiceCard{Name: name, Kind: kindWords(svc), BaseURL: displayURL(svc.BaseURL),
-		Timeout: shortDuration(svc.Timeout), Retry: retryWords(svc.Retry),
+		Timeout: shortDuration(svc.Timeout), Retry: retryWords(svc.Retry), ProbeEvery: shortDuration(svc.Breaker.ProbeEvery),
 		Auth: authWords(svc.Auth), RateLimit: rateWords(svc.RateLimit)}
 	for _, typ := range slices.Sorted(maps.Keys(svc.Objects)) {
 		o := svc.Objects[typ]

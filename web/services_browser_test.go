@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,43 @@ func TestBrowserPauseAndResumeAService(t *testing.T) {
 	require.False(t, strings.Contains(html, crmTokenValue), "a secret reached the browser")
 	require.EqualValues(t, 1, b.auditCount("service.pause", models.OutcomeSuccess))
 	require.EqualValues(t, 1, b.auditCount("service.resume", models.OutcomeSuccess))
+}
+
+// A service its breaker paused reads as such on the Services page, at 1280
+// and 420 px without sideways scroll, and Keep paused makes it the
+// operator's pause.
+func TestBrowserKeepAnAutomaticPause(t *testing.T) {
+	browsertest.SkipShort(t)
+	b := setupServices(t, dbtest.SQLite(t))
+	b.user("ana@example.com", models.RoleOperator)
+	_, _, err := models.Pause(b.db, models.ServicePause{Service: "crm", PausedBy: models.AutomaticPauser, PausedAt: b.clock.Now(),
+		Reason: "paused automatically: 20 calls in a row answered 503"})
+	require.NoError(t, err)
+	b.clock.Advance(4 * time.Minute)
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, b.srv.URL, "ana@example.com")
+	for _, width := range []int64{1280, 420} {
+		require.NoError(t, chromedp.Do(ctx,
+			chromedp.EmulateViewport(width, 900),
+			chromedp.Navigate(b.srv.URL+"/services"),
+			chromedp.WaitVisible(testid("keep-paused-crm")),
+		))
+		card, err := chromedp.Run(ctx, chromedp.Text(testid("service-crm")))
+		require.NoError(t, err)
+		require.Contains(t, card, "by syncdesk (automatic)")
+		require.Contains(t, card, "sending resumes by itself")
+		scroll, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		require.NoError(t, err)
+		require.LessOrEqual(t, scroll, int(width), "no sideways scroll at %d px", width)
+		browsertest.Screenshot(ctx, t, fmt.Sprintf("services-automatic-pause-%d", width))
+	}
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(testid("keep-paused-crm")),
+		chromedp.WaitVisible(testid("flash")),
+	))
+	card, err := chromedp.Run(ctx, chromedp.Text(testid("service-crm")))
+	require.NoError(t, err)
+	require.Contains(t, card, "by ana@example.com")
+	require.Contains(t, card, "until someone resumes it")
+	browsertest.Screenshot(ctx, t, "services-automatic-pause-kept")
 }

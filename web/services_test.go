@@ -55,7 +55,7 @@ func setupServices(t *testing.T, db *gorm.DB) *bundle {
 	crmURL, _ := url.Parse(crmSrv.URL)
 	crmURL.User = url.UserPassword("desk", basePassword)
 	retry := config.Retry{MaxAttempts: 3, Base: time.Second, Max: time.Minute}
-	crmSvc := config.Service{Kind: "http", BaseURL: crmURL.String(), Timeout: 5 * time.Second, Retry: retry,
+	crmSvc := config.Service{Kind: "http", BaseURL: crmURL.String(), Timeout: 5 * time.Second, Retry: retry, Breaker: config.DefaultBreaker,
 		Headers: map[string]string{"Authorization": "Bearer ${SYNCDESK_TEST_CRM_TOKEN}", "X-Api-Key": literalKeyValue,
 			"X-Tenant": "${SYNCDESK_TEST_NEVER_SET}"},
 		Webhook: &config.Webhook{Scheme: "standard", Secrets: []string{hookLiteral}, Effects: config.EffectSet("crm")},
@@ -202,6 +202,35 @@ func TestPauseAndResumeFromTheServicesPage(t *testing.T) {
 		}
 		r = op.post("/services", "/services/crm/resume", nil)
 		require.Equal(t, "/services?done=service-not-paused", r.header.Get("Location"))
+	})
+}
+
+// A service its breaker paused says so, and that it resumes by itself; an
+// operator can keep it paused, which makes the pause theirs.
+func TestAnAutomaticPauseSaysSoAndCanBeKeptByHand(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		op := b.signedIn("olga@example.com", models.RoleOperator)
+		_, _, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: models.AutomaticPauser, PausedAt: b.clock.Now(),
+			Reason: "paused automatically: 20 calls in a row answered 503"})
+		require.NoError(t, err)
+
+		page := op.get("/services").body
+		require.Contains(t, page, "by syncdesk (automatic): “paused automatically: 20 calls in a row answered 503”.")
+		require.Contains(t, page, "One test call goes every 30s; when crm answers, sending resumes by itself.")
+		require.Contains(t, page, `data-testid="keep-paused-crm"`)
+		require.Contains(t, page, `action="/services/crm/resume"`)
+
+		r := op.post("/services", "/services/crm/pause", url.Values{"reason": {"kept paused by hand"}})
+		require.Equal(t, "/services?done=service-paused", r.header.Get("Location"))
+		pauses, err := models.ListPauses(db)
+		require.NoError(t, err)
+		require.Len(t, pauses, 1)
+		require.Equal(t, "olga@example.com", pauses[0].PausedBy, "the pause is the operator's now")
+		require.False(t, pauses[0].Automatic())
+		page = op.get("/services").body
+		require.NotContains(t, page, `data-testid="keep-paused-crm"`)
+		require.Contains(t, page, "Nothing is sent to crm until someone resumes it")
 	})
 }
 

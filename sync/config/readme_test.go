@@ -55,6 +55,8 @@ func TestREADMEShowsTheDefaults(t *testing.T) {
 	require.Equal(t, crm.IdempotencyHeader, got.IdempotencyHeader)
 	require.Equal(t, crm.Timeout, got.Timeout)
 	require.Equal(t, crm.Retry, got.Retry)
+	require.Equal(t, crm.Breaker, got.Breaker)
+	require.Equal(t, DefaultBreaker, got.Breaker)
 	require.Equal(t, crm.LookupBeforeCreate, got.LookupBeforeCreate)
 	require.Equal(t, crm.Reconcile.Every, got.Reconcile.Every)
 	require.Equal(t, crm.Reconcile.Every, got.Reconcile.Period())

@@ -41,9 +41,11 @@ type Service struct {
 	// Auth adds basic or OAuth 2.0 credentials to every call.
 	Auth Auth `yaml:"auth"`
 	// RateLimit bounds the calls to the service, all instances together.
-	RateLimit RateLimit     `yaml:"rate_limit"`
-	Timeout   time.Duration `yaml:"timeout"`
-	Retry     Retry         `yaml:"retry"`
+	RateLimit RateLimit `yaml:"rate_limit"`
+	// Breaker pauses the service on its own while its provider fails.
+	Breaker Breaker       `yaml:"breaker"`
+	Timeout time.Duration `yaml:"timeout"`
+	Retry   Retry         `yaml:"retry"`
 	// LookupBeforeCreate makes every create look the key up first, not only
 	// after an attempt whose outcome is unknown.
 	LookupBeforeCreate bool `yaml:"lookup_before_create"`
@@ -214,6 +216,7 @@ func (s *Service) applyDefaults() {
 	if s.Retry.Max == 0 {
 		s.Retry.Max = 15 * time.Minute
 	}
+	s.Breaker.applyDefaults()
 	if s.Reconcile.Every == 0 {
 		s.Reconcile.Every = defaultReconcileEvery
 	}
@@ -277,6 +280,7 @@ func (s Service) validate(name string) []error {
 	errs = append(errs, s.Reconcile.validate(name, s.Objects)...)
 	errs = append(errs, s.Auth.validate(name)...)
 	errs = append(errs, s.RateLimit.validate(name)...)
+	errs = append(errs, s.Breaker.validate(name)...)
 	for _, typ := range slices.Sorted(maps.Keys(s.Objects)) {
 		s.Objects[typ].validate(func(setting, format string, a ...any) {
 			bad(strings.TrimSuffix("objects."+typ+"."+setting, "."), format, a...)

@@ -66,6 +66,7 @@ type Engine struct {
 	log      *slog.Logger
 	opts     Options
 	paused   func() []string
+	breaker  Breaker
 	metrics  *metrics
 
 	mu   sync.Mutex
@@ -125,6 +126,22 @@ func (e *Engine) SetRand(r *rand.Rand) { e.mu.Lock(); e.rnd = r; e.mu.Unlock() }
 
 // SetPaused tells the engine which services not to claim, asked at each claim.
 func (e *Engine) SetPaused(f func() []string) { e.paused = f }
+
+// Breaker pauses a service whose provider fails, and probes it while it is
+// paused (sync/services.Breakers is the real one).
+type Breaker interface {
+	// Record counts a call and reports whether the service's breaker is
+	// open: the call's failure then uses up none of its link's attempts.
+	Record(ctx context.Context, service string, c connector.Call) (open bool)
+	// Probes names the paused services this engine sends a probe to now.
+	Probes(ctx context.Context) []string
+	// ProbeDone takes a probe's call and reports whether it resumed the service.
+	ProbeDone(ctx context.Context, service string, c connector.Call) (resumed bool)
+}
+
+// SetBreaker gives the engine the services' circuit breakers; set it
+// before the engine runs.
+func (e *Engine) SetBreaker(b Breaker) { e.breaker = b }
 
 // WorkerID names this engine in leases and the attempt log.
 func (e *Engine) WorkerID() string { return e.opts.WorkerID }

@@ -184,19 +184,53 @@ func (p *pipe) claim(stop context.Context, limit int) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(stop), 30*time.Second)
 	defer cancel()
+	probes, err := p.claimProbes(ctx, limit)
+	if err != nil || len(probes) == limit {
+		return len(probes), err
+	}
 	done := p.turn()
 	now := e.clock.Now()
-	links, err := models.ClaimDue(e.db.WithContext(ctx), e.leaseToken(), now, e.opts.Lease, limit, e.paused())
+	links, err := models.ClaimDue(e.db.WithContext(ctx), e.leaseToken(), now, e.opts.Lease, limit-len(probes), e.paused())
 	done()
 	if err != nil || len(links) == 0 {
-		return 0, err
+		return len(probes), err
 	}
-	e.observeClaim(links, now)
+	p.queue(links, now, false)
+	return len(probes) + len(links), nil
+}
+
+// claimProbes claims one due link of each paused service whose probe is
+// this engine's to send: the call that tests whether its provider is back.
+func (p *pipe) claimProbes(ctx context.Context, limit int) ([]models.ClaimedLink, error) {
+	e := p.e
+	if e.breaker == nil {
+		return nil, nil
+	}
+	var out []models.ClaimedLink
+	for _, service := range e.breaker.Probes(ctx) {
+		if len(out) == limit {
+			break // its probe waits for the next interval
+		}
+		done := p.turn()
+		now := e.clock.Now()
+		links, err := models.ClaimDueOf(e.db.WithContext(ctx), e.leaseToken(), now, e.opts.Lease, service, 1)
+		done()
+		if err != nil {
+			return out, err
+		}
+		p.queue(links, now, true)
+		out = append(out, links...)
+	}
+	return out, nil
+}
+
+// queue hands claimed links to the senders.
+func (p *pipe) queue(links []models.ClaimedLink, now time.Time, probe bool) {
+	p.e.observeClaim(links, now)
 	p.claimed(len(links))
 	for _, l := range links {
-		p.jobs <- job{link: l.Link, payload: l.Payload, hash: l.ContentHash}
+		p.jobs <- job{link: l.Link, payload: l.Payload, hash: l.ContentHash, probe: probe}
 	}
-	return len(links), nil
 }
 
 func (p *pipe) sendLoop(stop, sendCtx context.Context) {

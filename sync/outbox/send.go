@@ -15,6 +15,7 @@ type job struct {
 	link    models.Link
 	payload string // the record's current canonical payload
 	hash    string
+	probe   bool // sent to test a paused service's provider
 }
 
 // send runs one link's operation — update, or look up then create — and
@@ -43,6 +44,10 @@ type sender struct {
 	// stopped: the last call was cut short by our own stop, which says
 	// nothing about the provider and must not use up the link's attempts.
 	stopped bool
+	// uncharged: the last call failed while the service's breaker was
+	// open, or opened it: the provider is down, not the link wrong, and
+	// the link keeps its attempts for when the service resumes.
+	uncharged bool
 }
 
 func (s *sender) run(ctx context.Context) {
@@ -170,6 +175,7 @@ func (s *sender) call(ctx context.Context, f func() connector.Call) (c connector
 	// quote what the provider stored.
 	c.Error, c.Request, c.Response = s.redact.Known(c.Error), s.redact.Known(c.Request), s.redact.Known(c.Response)
 	s.stopped = ctx.Err() != nil
+	s.breaker(ctx, c)
 	s.out.Attempts++
 	outcome := models.Outcome(c.Class)
 	if c.Class != connector.OK && c.Ambiguous {
@@ -180,6 +186,24 @@ func (s *sender) call(ctx context.Context, f func() connector.Call) (c connector
 		ExternalID: c.ExternalID, Error: c.Error, RequestExcerpt: c.Request, ResponseExcerpt: c.Response,
 		Worker: s.e.opts.WorkerID, CreatedAt: start})
 	return c
+}
+
+// breaker tells the service's breaker what the call got. A probe's call
+// the provider answers resumes the service; the link's later calls count
+// as any other's.
+func (s *sender) breaker(ctx context.Context, c connector.Call) {
+	b := s.e.breaker
+	if b == nil {
+		return
+	}
+	if s.j.probe {
+		if b.ProbeDone(ctx, s.svc.Name, c) {
+			s.j.probe = false
+		}
+		s.uncharged = c.Class == connector.Temporary && s.j.probe
+		return
+	}
+	s.uncharged = c.Class == connector.Temporary && b.Record(ctx, s.svc.Name, c)
 }
 
 // settle turns the last call into the link's outcome.
@@ -206,6 +230,15 @@ func (s *sender) settle(c connector.Call, pushed string) {
 		// engine gets at least one more.
 		s.out.NeedsLookup = s.out.NeedsLookup || c.Ambiguous
 		s.out.Status, s.out.NextAttempt = models.StatusRetry, now
+	case s.uncharged:
+		// The pause holds the link back, and when the service resumes it
+		// goes out with its attempts intact. The backoff of a first retry
+		// keeps it from going round at once while this instance does not
+		// see the pause yet.
+		s.out.NeedsLookup = s.out.NeedsLookup || c.Ambiguous
+		s.out.Attempts = s.j.link.Attempts
+		delay := Backoff(1, s.svc.Config.Retry.Base, s.svc.Config.Retry.Max, s.e.jitter)
+		s.out.Status, s.out.NextAttempt = models.StatusRetry, now.Add(delay)
 	default:
 		s.out.NeedsLookup = s.out.NeedsLookup || c.Ambiguous
 		if s.out.Attempts >= s.svc.Config.Retry.MaxAttempts {

@@ -21,6 +21,10 @@ type Options struct {
 	RateDropAfterCommit float64
 	RateValidation      float64
 
+	// Down, when set, is the status every request gets, reads and writes
+	// alike, with nothing committed: a provider that is down (503).
+	Down int
+
 	// FaultReads applies the rates to GET requests as well (all but
 	// RateValidation; a dropped read commits nothing, it only loses the answer).
 	FaultReads bool

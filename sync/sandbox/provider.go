@@ -79,7 +79,10 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.countRequest(r.Method)
 	id, ok := p.route(r.URL.Path)
-	switch {
+	switch down := p.Options().Down; {
+	case down > 0:
+		p.noteFault(Fault5xx)
+		writeError(w, down, "injected fault: the provider is down")
 	case !ok:
 		writeError(w, http.StatusNotFound, "no such path "+r.URL.Path)
 	case id == "" && r.Method == http.MethodGet:

@@ -39,6 +39,7 @@ type env struct {
 	pay    *sandbox.Provider
 	eng    *outbox.Engine
 	pauser *services.Pauser
+	svcs   []outbox.Service
 }
 
 func setup(t *testing.T, db *gorm.DB) *env {
@@ -61,6 +62,7 @@ func setup(t *testing.T, db *gorm.DB) *env {
 		svcs[i].Conn = connector.NewHTTP(svcs[i].Name, svcs[i].Config, redact.New(nil), nil)
 	}
 	log := slog.New(slog.DiscardHandler)
+	e.svcs = svcs
 	e.eng = outbox.New(db, svcs, e.clock, log, outbox.Options{Concurrency: 4})
 	e.pauser = services.NewPauser(db, names, e.clock, log)
 	e.eng.SetPaused(e.pauser.Paused)
