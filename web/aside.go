@@ -126,7 +126,7 @@ func idList(ids []int64) string {
 	b.WriteString(", ids ")
 	for i, id := range ids[:min(len(ids), auditIDs)] {
 		if i > 0 {
-			b.WriteString(" ")
+			b.WriteString(", ")
 		}
 		b.WriteString(strconv.FormatInt(id, 10))
 	}
