@@ -78,7 +78,10 @@ func TestLeavingFailedEndsThePutAside(t *testing.T) {
 			func(l models.Link) error {
 				return models.EnsureLinks(db, l.LocalType, l.LocalID, []models.LinkSpec{{Service: "crm", ExternalKey: l.ExternalKey}}, now)
 			},
-			func(l models.Link) error { _, err := models.RequestSync(db, l.ID, "ana@example.com", now, time.Minute); return err },
+			func(l models.Link) error {
+				_, err := models.RequestSync(db, l.ID, "ana@example.com", now, time.Minute)
+				return err
+			},
 			func(l models.Link) error {
 				return db.Model(&models.Link{}).Where("id = ?", l.ID).Update("status", models.StatusSuccess).Error
 			},

@@ -96,7 +96,7 @@ func TestBrowserOperatorFindsAndFixesFailures(t *testing.T) {
 	require.NoError(t, err, "the first click queues the sync, by you, at a UTC time (the worker may have taken it already)")
 	require.True(t, waitTrue(ctx, 5*time.Second, `document.querySelector('`+syncBtn+`').disabled`), "the button is disabled while the sync is asked for")
 	// The stale list in the other tab: its button is still enabled.
-	width := `document.querySelector('[data-testid="links-table"]').offsetWidth + ',' + document.querySelector('`+status+`').parentElement.offsetWidth`
+	width := `document.querySelector('[data-testid="links-table"]').offsetWidth + ',' + document.querySelector('` + status + `').parentElement.offsetWidth`
 	widthBefore, err := chromedp.Run(list, chromedp.Evaluate[string](width))
 	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(list, chromedp.Click(syncBtn)))
