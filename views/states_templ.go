@@ -95,7 +95,7 @@ func StateOf(p Page, r LinkRow, again bool) LinkState {
 		st.Poll = !paused
 		st.Note = join(asked, lookupNote(r))
 		if paused {
-			st.Key, st.Icon, st.Label = "paused", "⏸", "Paused"
+			st.Key, st.Icon, st.Label = "paused", "‖", "Paused"
 			st.Note = join(asked, r.Service+" is paused: it goes when resumed")
 			st.Title = "Sending to " + r.Service + " is paused; this link is queued and waits, nothing is lost."
 		}
@@ -103,7 +103,7 @@ func StateOf(p Page, r LinkRow, again bool) LinkState {
 		st.Busy, st.Poll, st.Note = true, true, asked
 	case "retry":
 		if paused {
-			st.Key, st.Icon, st.Label = "paused", "⏸", "Paused"
+			st.Key, st.Icon, st.Label = "paused", "‖", "Paused"
 			st.Note = join(asked, r.Service+" is paused: the next try waits for the resume")
 			break
 		}

@@ -153,7 +153,7 @@ func TestPutAsideAndBringBackALink(t *testing.T) {
 		require.Contains(t, failed, "Put aside (1)")
 		require.Contains(t, failed, "3 failed links in 2 groups")
 		aside := c.get("/failed?aside=1").body
-		require.Contains(t, aside, "1 links put aside in 1 groups")
+		require.Contains(t, aside, "1 link put aside in 1 group")
 		require.Contains(t, aside, "put aside by ana@example.com: test order, never real")
 		require.Contains(t, c.get("/").body, "Failed counts 1 put aside")
 		require.EqualValues(t, 1, b.auditCount(action.LinkPutAside, models.OutcomeSuccess))
