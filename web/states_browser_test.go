@@ -117,3 +117,36 @@ func TestBrowserPutAsideAndBringBack(t *testing.T) {
 	require.Equal(t, "Failed (4)", textOf(t, ctx, testid("tab-failed")))
 	require.Equal(t, "Put aside (0)", textOf(t, ctx, testid("tab-aside")))
 }
+
+// An admin enables a disabled user again and sees each person's last
+// sign-in; the audit log hides sign-ins on request.
+func TestBrowserAdminEnablesAUserAgain(t *testing.T) {
+	browsertest.Parallel(t)
+	b := setupSQLite(t)
+	b.user("root@example.com", models.RoleAdmin)
+	ana := b.user("ana@example.com", models.RoleOperator)
+	_, err := models.DisableUser(b.db, ana.Email, b.clock.Now())
+	require.NoError(t, err)
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, b.srv.URL, "root@example.com")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+"/users"), chromedp.WaitVisible(testid("enable-ana@example.com"))))
+	require.Equal(t, "just now", textOf(t, ctx, testid("last-sign-in-root@example.com")))
+	require.Equal(t, "not yet", textOf(t, ctx, testid("last-sign-in-ana@example.com")))
+	browsertest.Screenshot(ctx, t, "users-disabled")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(testid("enable-ana@example.com")), chromedp.WaitVisible(testid("users-table"))))
+	require.True(t, waitTrue(ctx, 5*time.Second, `!document.querySelector('[data-testid="enable-ana@example.com"]')`), "ana is enabled")
+	require.Contains(t, textOf(t, ctx, "main"), "The user is enabled")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(b.srv.URL+"/audit"),
+		chromedp.WaitVisible(testid("audit-table")),
+		chromedp.Click(testid("audit-hide-signins")),
+		chromedp.Click(`form[action="/audit"] button[type="submit"]`),
+	))
+	require.True(t, waitTrue(ctx, 10*time.Second, `location.search.includes('hide_signins=1') && !!document.querySelector('#f-hide-signins:checked')`),
+		"the filter is in the URL and stays ticked")
+	table := textOf(t, ctx, testid("audit-table"))
+	require.Contains(t, table, "Enabled a user again")
+	require.NotContains(t, table, "Sign-in")
+	browsertest.Screenshot(ctx, t, "audit-hide-signins")
+}
