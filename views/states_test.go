@@ -1,6 +1,9 @@
 package views
 
 import (
+	"context"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,4 +56,25 @@ func TestStateOfSaysWhatIsTrue(t *testing.T) {
 	require.False(t, PermanentHTTP(408))
 	require.False(t, PermanentHTTP(429))
 	require.False(t, PermanentHTTP(503))
+}
+
+// The answer to a Sync now asks for itself once more even when the send
+// ended before the answer was written: the link's page then reloads, and no
+// old error stays beside "Synced". A paused service's link does not poll.
+func TestSyncAnswerPollsOnceEvenWhenTheSendHasEnded(t *testing.T) {
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	p := Page{Now: now, Viewer: Viewer{Email: "ana@example.com", Role: "operator"}}
+	render := func(c interface {
+		Render(context.Context, io.Writer) error
+	}) string {
+		var b strings.Builder
+		require.NoError(t, c.Render(context.Background(), &b))
+		return b.String()
+	}
+	synced := LinkRow{ID: 1, Service: "crm", Status: "success"}
+	require.NotContains(t, render(LinkStatusCell(p, synced, false)), "hx-trigger")
+	require.Contains(t, render(LinkStatusAnswer(p, synced, false, true)), `hx-trigger="every 1s"`)
+	require.NotContains(t, render(LinkStatusAnswer(p, synced, false, false)), "hx-trigger", "a poll's own answer stops when the sync has ended")
+	p.Paused = []PausedService{{Name: "crm"}}
+	require.NotContains(t, render(LinkStatusAnswer(p, LinkRow{ID: 1, Service: "crm", Status: "new"}, false, true)), "hx-trigger")
 }

@@ -219,7 +219,7 @@ func (s *Server) linkStatus(c echo.Context) error {
 		// whole, so that no "Synced" sits beside an old "gave up".
 		c.Response().Header().Set("HX-Refresh", "true")
 	}
-	return s.render(c, views.LinkStatusAnswer(p, row, false))
+	return s.render(c, views.LinkStatusAnswer(p, row, false, false))
 }
 
 // onLinkPage reports whether an htmx request comes from link id's own page
@@ -273,7 +273,7 @@ func (s *Server) syncLink(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, views.LinkStatusAnswer(s.page(c, "", ""), row, busy != nil))
+	return s.render(c, views.LinkStatusAnswer(s.page(c, "", ""), row, busy != nil, true))
 }
 
 func (s *Server) failLink(c echo.Context) error {
