@@ -47,9 +47,12 @@ type AuditFilter struct {
 	// matches as typed.
 	ActorPrefix    string
 	Action, Target string
-	Since, Until   time.Time
-	BeforeID       int64 // keyset cursor: entries older than this id
-	Limit          int
+	// HideActions leaves out entries of these actions (sign-ins and
+	// sign-outs, which flood the log).
+	HideActions  []string
+	Since, Until time.Time
+	BeforeID     int64 // keyset cursor: entries older than this id
+	Limit        int
 }
 
 // ListAudit returns entries newest first.
@@ -72,6 +75,9 @@ func ListAudit(db *gorm.DB, f AuditFilter) ([]AuditEntry, error) {
 	}
 	if f.Target != "" {
 		q = q.Where("target = ?", f.Target)
+	}
+	if len(f.HideActions) > 0 {
+		q = q.Where("action NOT IN ?", f.HideActions)
 	}
 	if !f.Since.IsZero() {
 		q = q.Where("at >= ?", f.Since.UTC())

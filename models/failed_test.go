@@ -41,7 +41,8 @@ func TestFailedQueriesUseThePartialIndexes(t *testing.T) {
 	}
 	for index, f := range map[string]func(dry *gorm.DB){
 		"external_map_failed_updated_idx":  func(dry *gorm.DB) { _, _ = models.NewestFailures(dry, 8) },
-		"external_map_failed_group_id_idx": func(dry *gorm.DB) { _, _ = models.FailedIDs(dry, "crm · HTTP 422 · …", 200) },
+		"external_map_failed_group_id_idx": func(dry *gorm.DB) { _, _ = models.FailedIDs(dry, "crm · HTTP 422 · …", false, 200) },
+		"external_map_aside_group_id_idx":  func(dry *gorm.DB) { _, _ = models.FailedIDs(dry, "crm · HTTP 422 · …", true, 200) },
 	} {
 		p := plan(f)
 		require.Contains(t, p, index, p)

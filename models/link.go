@@ -57,8 +57,13 @@ type Link struct {
 	PushedHash      string
 	RemoteDeletedAt *time.Time // the provider said the object is gone; re-create needs an operator
 	ErrorGroup      string     // service · HTTP code · message with ids and numbers stripped: failures that are the same problem
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// PutAsideAt, By and Reason: a person acknowledged this failed link; it
+	// stays failed, off the Failed list. Cleared when the link leaves failed.
+	PutAsideAt     *time.Time
+	PutAsideBy     string
+	PutAsideReason string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // TableName keeps the name the articles the product came from use.

@@ -47,8 +47,9 @@ func SearchLinks(db *gorm.DB, q LinkQuery) ([]Link, error) {
 		tx = tx.Where("needs_lookup = ? AND status IN ?", true, []Status{StatusRetry, StatusNew, StatusProcessing})
 	}
 	if q.Search != "" {
-		// Three indexed equalities joined by OR: each uses its own index.
-		tx = tx.Where("local_id = ? OR external_id = ? OR external_key = ?", q.Search, q.Search, q.Search)
+		// Four indexed equalities joined by OR: each uses its own index. The
+		// idempotency key is the one a link's page and a provider's log show.
+		tx = tx.Where("local_id = ? OR external_id = ? OR external_key = ? OR idempotency_key = ?", q.Search, q.Search, q.Search, q.Search)
 	}
 	if q.BeforeID > 0 {
 		tx = tx.Where("id < ?", q.BeforeID)
@@ -71,33 +72,73 @@ func InProgressOf(db *gorm.DB, l *Link, now time.Time) (*InProgress, error) {
 	return &rows[0], nil
 }
 
+// InProgressOfLinks returns the live in-progress rows of links, by link id,
+// in one query: a list shows who asked for each sync under way.
+func InProgressOfLinks(db *gorm.DB, links []Link, now time.Time) (map[int64]InProgress, error) {
+	out := map[int64]InProgress{}
+	if len(links) == 0 {
+		return out, nil
+	}
+	keys := make([][]any, len(links))
+	byKey := map[[3]string][]int64{}
+	for i, l := range links {
+		keys[i] = []any{l.ExternalService, l.LocalType, l.LocalID}
+		k := [3]string{l.ExternalService, l.LocalType, l.LocalID}
+		byKey[k] = append(byKey[k], l.ID)
+	}
+	var rows []InProgress
+	if err := db.Where("expires_at > ? AND (external_service, local_type, local_id) IN ?", now, keys).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		for _, id := range byKey[[3]string{r.ExternalService, r.LocalType, r.LocalID}] {
+			out[id] = r
+		}
+	}
+	return out, nil
+}
+
 // FailedGroups returns the failed links' groups as last counted by
-// RefreshFailedGroups, largest first: all of them for a limit of 0.
-func FailedGroups(db *gorm.DB, limit int) ([]StatFailedGroup, error) {
+// RefreshFailedGroups, largest first: all of them for a limit of 0. Aside
+// picks the groups of the links put aside instead of those on Failed.
+func FailedGroups(db *gorm.DB, aside bool, limit int) ([]StatFailedGroup, error) {
 	var out []StatFailedGroup
-	q := db.Order("n DESC, error_group")
+	q := db.Where("aside = ?", aside).Order("n DESC, error_group")
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
 	return out, q.Find(&out).Error
 }
 
-// failedLiteral selects failed links with the status as a literal, not a
-// parameter, so that the planners can use the partial indexes on failed links.
-const failedLiteral = "status = 'failed'"
+// failedLiteral selects the failed links on Failed (not put aside), and
+// asideLiteral those put aside, as literals, not parameters, so that the
+// planners can use the partial indexes on them (migration 0020).
+const (
+	failedLiteral = "status = 'failed' AND put_aside_at IS NULL"
+	asideLiteral  = "status = 'failed' AND put_aside_at IS NOT NULL"
+)
 
-// failedLinks reads failed links through one of the partial indexes on
-// them (migration 0012). SQLite, without statistics, would rather take the
+// failedLinks reads the failed links on Failed through one of the partial
+// indexes on them. SQLite, without statistics, would rather take the
 // (status, id) index and sort every failed link, hence INDEXED BY there.
 func failedLinks(db *gorm.DB, index string) *gorm.DB {
 	return db.Table(indexedBy(Dialect(db), "external_map", index)).Where(failedLiteral)
 }
 
-// FailedIDs returns the ids of the failed links of one group, newest first.
-func FailedIDs(db *gorm.DB, group string, limit int) ([]int64, error) {
+// asideLinks reads the failed links put aside, through their partial index.
+func asideLinks(db *gorm.DB) *gorm.DB {
+	return db.Table(indexedBy(Dialect(db), "external_map", "external_map_aside_group_id_idx")).Where(asideLiteral)
+}
+
+// FailedIDs returns the ids of the failed links of one group, newest first:
+// those on Failed, or with aside those put aside.
+func FailedIDs(db *gorm.DB, group string, aside bool, limit int) ([]int64, error) {
+	q := failedLinks(db, "external_map_failed_group_id_idx")
+	if aside {
+		q = asideLinks(db)
+	}
 	var ids []int64
-	err := failedLinks(db, "external_map_failed_group_id_idx").Where("error_group = ?", group).
-		Order("id DESC").Limit(limit).Pluck("id", &ids).Error
+	err := q.Where("error_group = ?", group).Order("id DESC").Limit(limit).Pluck("id", &ids).Error
 	return ids, err
 }
 

@@ -35,6 +35,7 @@ func RefreshStats(db *gorm.DB, now time.Time) error {
 // the newest of them, as last counted.
 type StatFailedGroup struct {
 	ErrorGroup string `gorm:"primaryKey"`
+	Aside      bool   `gorm:"primaryKey"` // the links of the group put aside, counted apart
 	N          int64
 	ExampleID  int64
 	CountedAt  time.Time
@@ -48,13 +49,21 @@ const maxFailedGroups = 1000
 // entry, which a page view cannot afford at scale.
 func RefreshFailedGroups(db *gorm.DB, now time.Time) error {
 	var rows []StatFailedGroup
-	err := failedLinks(db, "external_map_failed_group_id_idx").Select("error_group, COUNT(*) AS n, MAX(id) AS example_id").
-		Group("error_group").Order("n DESC, error_group").Limit(maxFailedGroups).Scan(&rows).Error
-	if err != nil {
-		return err
-	}
-	for i := range rows {
-		rows[i].CountedAt = now
+	for _, aside := range []bool{false, true} {
+		q := failedLinks(db, "external_map_failed_group_id_idx")
+		if aside {
+			q = asideLinks(db)
+		}
+		var side []StatFailedGroup
+		err := q.Select("error_group, COUNT(*) AS n, MAX(id) AS example_id").
+			Group("error_group").Order("n DESC, error_group").Limit(maxFailedGroups).Scan(&side).Error
+		if err != nil {
+			return err
+		}
+		for i := range side {
+			side[i].Aside, side[i].CountedAt = aside, now
+		}
+		rows = append(rows, side...)
 	}
 	return db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Where("1 = 1").Delete(&StatFailedGroup{}).Error; err != nil {
@@ -136,13 +145,18 @@ func NewestFailures(db *gorm.DB, limit int) ([]Link, error) {
 	return out, failedLinks(db, "external_map_failed_updated_idx").Order("updated_at DESC").Limit(limit).Find(&out).Error
 }
 
-// InProgressRows returns live in-progress rows, oldest first, and how many there are.
-func InProgressRows(db *gorm.DB, now time.Time, limit int) ([]InProgress, int64, error) {
-	var n int64
-	q := db.Model(&InProgress{}).Where("expires_at > ?", now)
-	if err := q.Count(&n).Error; err != nil {
-		return nil, 0, err
+// InProgressRows returns live in-progress rows of services that are not
+// paused, oldest first, and how many there are: a Sync now of a paused
+// service's link waits for the resume, and is not in progress. Held counts
+// the rows of paused services apart.
+func InProgressRows(db *gorm.DB, now time.Time, limit int) (rows []InProgress, n, held int64, err error) {
+	paused := db.Model(&ServicePause{}).Select("service")
+	live := func() *gorm.DB { return db.Model(&InProgress{}).Where("expires_at > ?", now) }
+	if err := live().Where("external_service NOT IN (?)", paused).Count(&n).Error; err != nil {
+		return nil, 0, 0, err
 	}
-	var out []InProgress
-	return out, n, q.Order("started_at").Limit(limit).Find(&out).Error
+	if err := live().Where("external_service IN (?)", paused).Count(&held).Error; err != nil {
+		return nil, 0, 0, err
+	}
+	return rows, n, held, live().Where("external_service NOT IN (?)", paused).Order("started_at").Limit(limit).Find(&rows).Error
 }

@@ -56,6 +56,7 @@ type User struct {
 	Role         Role
 	PasswordHash string
 	DisabledAt   *time.Time
+	LastSignInAt *time.Time // nil: never signed in since syncdesk kept it
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
@@ -146,6 +147,27 @@ func DisableUser(db *gorm.DB, email string, now time.Time) (*User, error) {
 		return tx.Where("user_id = ?", u.ID).Delete(&Session{}).Error
 	})
 	return u, err
+}
+
+// EnableUser lets a disabled user sign in again, with their old password
+// and role, and reports whether they were disabled.
+func EnableUser(db *gorm.DB, email string, now time.Time) (*User, bool, error) {
+	u, err := UserByEmail(db, email)
+	if err != nil {
+		return nil, false, err
+	}
+	res := db.Model(&User{}).Where("id = ? AND disabled_at IS NOT NULL", u.ID).
+		Updates(map[string]any{"disabled_at": nil, "updated_at": now})
+	if res.Error != nil {
+		return nil, false, fmt.Errorf("enable user %s: %w", u.Email, res.Error)
+	}
+	u.DisabledAt = nil
+	return u, res.RowsAffected == 1, nil
+}
+
+// RecordSignIn stamps a user's last sign-in.
+func RecordSignIn(db *gorm.DB, id int64, now time.Time) error {
+	return db.Model(&User{}).Where("id = ?", id).Update("last_sign_in_at", now.UTC()).Error
 }
 
 // notFound turns gorm's record-not-found into ErrNotFound with what was missing.

@@ -4,11 +4,13 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -16,8 +18,12 @@ const auditPageSize = 50
 
 func (s *Server) listAudit(c echo.Context) error {
 	vf := views.AuditFilter{Actor: c.QueryParam("actor"), Action: c.QueryParam("action"),
-		Target: c.QueryParam("target"), Since: c.QueryParam("since"), Until: c.QueryParam("until")}
+		Target: c.QueryParam("target"), Since: c.QueryParam("since"), Until: c.QueryParam("until"),
+		HideSignIns: c.QueryParam("hide_signins") == "1"}
 	f := models.AuditFilter{ActorPrefix: vf.Actor, Action: vf.Action, Target: vf.Target, Limit: auditPageSize + 1}
+	if vf.HideSignIns {
+		f.HideActions = []string{action.Login, action.Logout}
+	}
 	var err error
 	if f.Since, err = parseDay(vf.Since, "from"); err != nil {
 		return err
@@ -53,6 +59,9 @@ var linkTargetRe = regexp.MustCompile(`^link (\d+)$`)
 func targetURL(target string) string {
 	if m := linkTargetRe.FindStringSubmatch(target); m != nil {
 		return "/links/" + m[1]
+	}
+	if g, ok := strings.CutPrefix(target, "group "); ok && g != "" {
+		return "/failed/group?g=" + url.QueryEscape(g)
 	}
 	return ""
 }

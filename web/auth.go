@@ -71,6 +71,10 @@ func (s *Server) login(c echo.Context) error {
 	s.setSessionCookie(c, token)
 	s.clearLoginCSRFCookie(c) // the new session's own CSRF token takes over
 	s.rememberDevice(c, user.ID)
+	// The users page's "last sign-in". Not worth refusing a sign-in over.
+	if err := models.RecordSignIn(s.requestDB(c), user.ID, s.clock.Now()); err != nil {
+		s.log.Warn("record last sign-in", "error", err)
+	}
 	s.auditLogin(c, email, models.OutcomeSuccess, &user.ID)
 	return c.Redirect(http.StatusSeeOther, next)
 }

@@ -19,17 +19,31 @@ const maxBulk = 1000
 const failedShown = 100
 
 // listFailed reads the groups as the refresh-stats task last counted them:
-// an exact count of every failed link is too slow for a page view.
+// an exact count of every failed link is too slow for a page view. With
+// ?aside=1 it lists the groups of the links put aside instead.
 func (s *Server) listFailed(c echo.Context) error {
-	all, err := models.FailedGroups(s.requestDB(c), 0)
+	aside := c.QueryParam("aside") == "1"
+	all, err := models.FailedGroups(s.requestDB(c), false, 0)
 	if err != nil {
 		return err
 	}
-	v := views.Failed{NGroups: len(all)}
+	asideAll, err := models.FailedGroups(s.requestDB(c), true, 0)
+	if err != nil {
+		return err
+	}
+	v := views.Failed{Aside: aside}
 	for _, g := range all {
-		v.Total += g.N
+		v.FailedTotal += g.N
 		v.CountedAt = g.CountedAt
 	}
+	for _, g := range asideAll {
+		v.AsideTotal += g.N
+		v.CountedAt = g.CountedAt
+	}
+	if aside {
+		all = asideAll
+	}
+	v.NGroups = len(all)
 	groups := all[:min(len(all), failedShown)]
 	ids := make([]int64, 0, len(groups))
 	for _, g := range groups {
@@ -46,33 +60,40 @@ func (s *Server) listFailed(c echo.Context) error {
 	for _, g := range groups {
 		ex := byID[g.ExampleID]
 		v.Groups = append(v.Groups, views.FailedGroupRow{Group: g.ErrorGroup, N: g.N, ExampleID: g.ExampleID,
-			ExampleType: ex.LocalType, ExampleLocalID: ex.LocalID, ExampleError: ex.LastError})
+			ExampleType: ex.LocalType, ExampleLocalID: ex.LocalID, ExampleError: ex.LastError, ExampleHTTP: ex.LastHTTPCode,
+			ExampleReason: ex.PutAsideReason, ExampleBy: ex.PutAsideBy})
 	}
 	return s.render(c, views.FailedPage(s.page(c, "Failed", "/failed"), v))
 }
 
 func (s *Server) showFailedGroup(c echo.Context) error {
-	return s.renderFailedGroup(c, http.StatusOK, c.QueryParam("g"), "")
+	return s.renderFailedGroup(c, http.StatusOK, c.QueryParam("g"), c.QueryParam("aside") == "1", "")
 }
 
 // failedGroupShown is how many of a group's failed links its page lists.
 const failedGroupShown = 200
 
-// renderFailedGroup shows one group's failed links to pick from, with an
-// error above them when a retry of the selection could not go ahead.
-func (s *Server) renderFailedGroup(c echo.Context, status int, group, problem string) error {
-	ids, err := models.FailedIDs(s.requestDB(c), group, failedGroupShown+1)
+// renderFailedGroup shows one group's failed links (or those put aside) to
+// pick from, with an error above them when an action on them could not go ahead.
+func (s *Server) renderFailedGroup(c echo.Context, status int, group string, aside bool, problem string) error {
+	ids, err := models.FailedIDs(s.requestDB(c), group, aside, failedGroupShown+1)
 	if err != nil {
 		return err
 	}
 	ids, more := pageOf(ids, failedGroupShown)
-	v := views.FailedGroupView{Group: group, More: more, Error: problem}
+	v := views.FailedGroupView{Group: group, Aside: aside, More: more, Error: problem}
 	links, err := models.LinksByIDs(s.requestDB(c), ids)
 	if err != nil {
 		return err
 	}
 	for _, l := range links {
 		v.Rows = append(v.Rows, linkRow(l))
+	}
+	if !aside {
+		// The other side's count, for the way there.
+		if other, err := models.FailedIDs(s.requestDB(c), group, true, 1); err == nil {
+			v.HasAside = len(other) > 0
+		}
 	}
 	return s.renderStatus(c, status, views.FailedGroupPage(s.page(c, "Failed: one cause", "/failed"), v))
 }
@@ -83,35 +104,40 @@ func (s *Server) askRetry(c echo.Context) error {
 	// With nothing to retry, back to the list the click came from, with
 	// the reason above it.
 	var ids []int64
-	var what string
+	var what, fromGroup string
 	var err error
 	if group := c.FormValue("group"); group != "" {
-		if ids, err = models.FailedIDs(s.requestDB(c), group, maxBulk); err != nil {
+		if ids, err = models.FailedIDs(s.requestDB(c), group, false, maxBulk); err != nil {
 			return err
 		}
 		if len(ids) == 0 {
-			return s.renderFailedGroup(c, http.StatusBadRequest, group, "No failed links are left in this group, so there is nothing to retry.")
+			return s.renderFailedGroup(c, http.StatusBadRequest, group, false, "No failed links are left in this group, so there is nothing to retry.")
 		}
 		what = "Every failed link of the group “" + group + "”."
+		fromGroup = group
 	} else {
 		if ids, err = formIDs(c); err != nil {
 			return err
 		}
 		if len(ids) == 0 {
 			if from := c.FormValue("from_group"); from != "" {
-				return s.renderFailedGroup(c, http.StatusBadRequest, from, "Nothing was selected. Tick the links to retry, then press Retry selected again.")
+				return s.renderFailedGroup(c, http.StatusBadRequest, from, false, "Nothing was selected. Tick the links to retry, then press Retry selected again.")
 			}
 			return errBadRequest("Nothing to retry: select at least one failed link.")
 		}
 		what = "The links you selected."
+		fromGroup = c.FormValue("from_group")
 	}
 	rows, err := models.LinksByIDs(s.requestDB(c), ids[:min(len(ids), 10)])
 	if err != nil {
 		return err
 	}
-	v := views.RetryConfirm{What: what, IDs: ids}
+	v := views.RetryConfirm{What: what, IDs: ids, Group: fromGroup}
 	for _, l := range rows {
 		v.Rows = append(v.Rows, linkRow(l))
+	}
+	if len(rows) > 0 {
+		v.Permanent = views.FailureOf(rows[0].LastHTTPCode, rows[0].LastError, rows[0].RemoteDeletedAt != nil) == views.FailurePermanent
 	}
 	return s.render(c, views.RetryConfirmPage(s.page(c, "Retry failed links", "/failed"), v))
 }
@@ -126,8 +152,13 @@ func (s *Server) retryConfirmed(c echo.Context) error {
 		return errBadRequest("Nothing to retry.")
 	}
 	res, err := s.outbox.RetryMany(c.Request().Context(), ids, currentUser(c).Email)
-	target := fmt.Sprintf("%d links", len(ids))
-	did := fmt.Sprintf("queued %d, already in progress %d, no longer there %d", res.Queued, res.Busy, res.Gone)
+	// The group the links came from, and which links: "4 links" alone
+	// cannot be followed up.
+	target := plural(len(ids), "link", "links")
+	if g := c.FormValue("group"); g != "" {
+		target = groupTarget(g)
+	}
+	did := fmt.Sprintf("%s; queued %d, already in progress %d, no longer there %d", idList(ids), res.Queued, res.Busy, res.Gone)
 	if err != nil {
 		s.audit(c, action.LinkBulkRetry, target, models.OutcomeFailure, did+"; then: "+err.Error())
 		return err

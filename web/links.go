@@ -51,8 +51,8 @@ func (s *Server) listLinks(c echo.Context) error {
 	for _, st := range models.Statuses {
 		v.Statuses = append(v.Statuses, string(st))
 	}
-	for _, l := range links {
-		v.Rows = append(v.Rows, linkRow(l))
+	if v.Rows, err = s.linkRows(c, links); err != nil {
+		return err
 	}
 	if more {
 		v.NextURL = pageURL(c, "/links", "before", idCursor(links[len(links)-1].ID))
@@ -89,9 +89,39 @@ func (s *Server) routedTypes() []string {
 }
 
 func linkRow(l models.Link) views.LinkRow {
-	return views.LinkRow{ID: l.ID, LocalType: l.LocalType, LocalID: l.LocalID, Service: l.ExternalService, Status: string(l.Status),
+	r := views.LinkRow{ID: l.ID, LocalType: l.LocalType, LocalID: l.LocalID, Service: l.ExternalService, Status: string(l.Status),
 		ExternalID: l.ExternalID, ExternalKey: l.ExternalKey, Attempts: l.Attempts, LastError: l.LastError, LastHTTP: l.LastHTTPCode,
 		NeedsLookup: l.NeedsLookup, RemoteDeleted: l.RemoteDeletedAt != nil, NextAttemptAt: l.NextAttemptAt, UpdatedAt: l.UpdatedAt}
+	if l.PutAsideAt != nil {
+		r.PutAsideBy, r.PutAsideAt, r.PutAsideReason = l.PutAsideBy, *l.PutAsideAt, l.PutAsideReason
+	}
+	return r
+}
+
+// linkRows are links as a list shows them, each with who asked for the sync
+// under way, read in one query.
+func (s *Server) linkRows(c echo.Context, links []models.Link) ([]views.LinkRow, error) {
+	held, err := models.InProgressOfLinks(s.requestDB(c), links, s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]views.LinkRow, len(links))
+	for i, l := range links {
+		rows[i] = linkRow(l)
+		if ip, ok := held[l.ID]; ok {
+			rows[i].InProgressBy, rows[i].InProgressAt = ip.StartedBy, ip.StartedAt
+		}
+	}
+	return rows, nil
+}
+
+// linkRowOf is one link as its page and its status cell show it.
+func (s *Server) linkRowOf(c echo.Context, l *models.Link) (views.LinkRow, error) {
+	rows, err := s.linkRows(c, []models.Link{*l})
+	if err != nil {
+		return views.LinkRow{}, err
+	}
+	return rows[0], nil
 }
 
 func linkID(c echo.Context) (int64, error) {
@@ -111,12 +141,11 @@ func (s *Server) showLink(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.LinkDetail{Link: linkRow(*l), IdempotencyKey: l.IdempotencyKey, CreatedAt: l.CreatedAt}
-	if ip, err := models.InProgressOf(s.requestDB(c), l, s.clock.Now()); err != nil {
+	row, err := s.linkRowOf(c, l)
+	if err != nil {
 		return err
-	} else if ip != nil {
-		v.InProgressBy, v.InProgressAt = ip.StartedBy, ip.StartedAt
 	}
+	v := views.LinkDetail{Link: row, IdempotencyKey: l.IdempotencyKey, CreatedAt: l.CreatedAt}
 	attempts, err := models.LinkAttempts(s.requestDB(c), id)
 	if err != nil {
 		return err
@@ -178,17 +207,15 @@ func (s *Server) linkStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	note, poll := "", false
-	if ip, err := models.InProgressOf(s.requestDB(c), l, s.clock.Now()); err == nil && ip != nil {
-		note, poll = "in progress since "+ip.StartedAt.UTC().Format("15:04:05")+" UTC, started by "+ip.StartedBy, true
+	row, err := s.linkRowOf(c, l)
+	if err != nil {
+		return err
 	}
-	row := linkRow(*l)
+	p := s.page(c, "", "")
 	onPage := onLinkPage(c, id)
 	// A list follows a sync until it ends; the link's own page also waits
-	// through the link's retries.
-	if l.Status == models.StatusNew || l.Status == models.StatusProcessing || (onPage && l.Status == models.StatusRetry) {
-		poll = true
-	}
+	// through the link's retries (views.LinkPageStatusCell).
+	poll := views.StateOf(p, row, false).Poll || onPage && views.FollowsRetry(p, row)
 	sent := l.Status != models.StatusNew && l.Status != models.StatusProcessing && c.QueryParam("v") != views.LinkVersion(row)
 	if onPage && (!poll || sent) {
 		// The sync has ended, or a send has happened since the page was
@@ -197,7 +224,7 @@ func (s *Server) linkStatus(c echo.Context) error {
 		// too: reload it whole, so that no "Synced" sits beside an old "gave up".
 		c.Response().Header().Set("HX-Refresh", "true")
 	}
-	return s.render(c, views.LinkStatusCell(row, note, poll, s.clock.Now()))
+	return s.render(c, views.LinkStatusAnswer(p, row, false, false, onPage))
 }
 
 // onLinkPage reports whether an htmx request comes from link id's own page
@@ -208,37 +235,50 @@ func onLinkPage(c echo.Context, id int64) bool {
 }
 
 // syncLink is Sync now / Retry. A second click — from this page, another
-// tab or another operator — changes nothing and says who started the sync.
+// tab or another operator — changes nothing and says who asked, and when.
+// A retry (of a failed or retrying link) is audited apart from a Sync now.
 func (s *Server) syncLink(c echo.Context) error {
 	id, err := linkID(c)
 	if err != nil {
 		return err
 	}
-	who := currentUser(c).Email
-	l, err := s.outbox.SyncNow(c.Request().Context(), id, who)
+	before, err := models.LinkByID(s.requestDB(c), id)
+	if err != nil {
+		return err
+	}
+	act := action.LinkSync
+	if before.Status == models.StatusFailed || before.Status == models.StatusRetry {
+		act = action.LinkRetry
+	}
+	_, err = s.outbox.SyncNow(c.Request().Context(), id, currentUser(c).Email)
 	var busy *models.InProgressError
-	note := ""
 	switch {
 	case errors.As(err, &busy):
-		s.audit(c, action.LinkSync, "link "+c.Param("id"), models.OutcomeDenied, busy.Error())
-		note = "A" + strings.TrimPrefix(busy.Error(), "a") // "Already in progress since …, started by …"
-		if l, err = models.LinkByID(s.requestDB(c), id); err != nil {
-			return err
-		}
+		s.audit(c, act, "link "+c.Param("id"), models.OutcomeDenied, busy.Error())
 	case err != nil:
 		return err
 	default:
-		s.audit(c, action.LinkSync, "link "+c.Param("id"), models.OutcomeSuccess, "")
-		note = "Queued by you at " + s.clock.Now().UTC().Format("15:04:05") + " UTC"
-		if l.Status == models.StatusFailed {
+		detail := ""
+		if before.PutAsideAt != nil {
+			detail = "it was put aside by " + before.PutAsideBy + ": it is back in the queue"
+		}
+		s.audit(c, act, "link "+c.Param("id"), models.OutcomeSuccess, detail)
+		if before.Status == models.StatusFailed {
 			s.recountFailed(c, "a retry")
 		}
-		l.Status = models.StatusNew
 	}
 	if c.Request().Header.Get("HX-Request") != "true" {
 		return c.Redirect(http.StatusSeeOther, views.LinkURL(id))
 	}
-	return s.render(c, views.LinkStatusCell(linkRow(*l), note, true, s.clock.Now()))
+	l, err := models.LinkByID(s.requestDB(c), id)
+	if err != nil {
+		return err
+	}
+	row, err := s.linkRowOf(c, l)
+	if err != nil {
+		return err
+	}
+	return s.render(c, views.LinkStatusAnswer(s.page(c, "", ""), row, busy != nil, true, onLinkPage(c, id)))
 }
 
 func (s *Server) failLink(c echo.Context) error {

@@ -76,26 +76,39 @@ func TestBrowserOperatorFindsAndFixesFailures(t *testing.T) {
 	require.Contains(t, textOf(t, ctx, "main"), "HTTP 422: title is required")
 	browsertest.Screenshot(ctx, t, "link-detail")
 
-	// Sync now twice on a synced link while the CRM is slow. (A true
-	// double-click is queued by htmx's hx-sync and answered the same way.)
+	// Sync now twice on a synced link while the CRM is slow: once on its
+	// page, then again from a links list opened before, in another tab.
 	links, _ := models.RecordLinks(b.db, "order", "1")
 	id := links[0].ID
 	b.crm.SetOptions(sandbox.Options{Latency: 1500 * time.Millisecond})
 	before := b.crm.Requests().Total
+	list, closeList := chromedp.NewContext(ctx)
+	defer closeList()
+	syncBtn, status := testid(fmt.Sprintf("sync-%d", id)), testid(fmt.Sprintf("status-%d", id))
+	require.NoError(t, chromedp.Do(list, chromedp.Navigate(b.srv.URL+"/links"), chromedp.WaitVisible(syncBtn)))
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(b.srv.URL+fmt.Sprintf("/links/%d", id)),
-		chromedp.WaitVisible(testid(fmt.Sprintf("sync-%d", id))),
-		chromedp.Click(testid(fmt.Sprintf("sync-%d", id))),
+		chromedp.WaitVisible(syncBtn),
+		chromedp.Click(syncBtn),
 	))
-	status := testid(fmt.Sprintf("status-%d", id))
 	_, err := chromedp.Run(ctx, chromedp.Poll[bool](
-		`document.querySelector('`+status+`').innerText.includes('Queued by you')`, chromedp.WithPollingTimeout(10*time.Second)))
-	require.NoError(t, err, "the first click queues the sync")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(testid(fmt.Sprintf("sync-%d", id)))))
-	_, err = chromedp.Run(ctx, chromedp.Poll[bool](
-		`document.querySelector('`+status+`').innerText.includes('Already in progress since')`, chromedp.WithPollingTimeout(10*time.Second)))
-	require.NoError(t, err, "the second click says the sync is already in progress")
+		`/(Queued\s+by you|Sending\s+asked by you) at \d\d:\d\d:\d\d UTC/.test(document.querySelector('`+status+`').innerText)`, chromedp.WithPollingTimeout(10*time.Second)))
+	require.NoError(t, err, "the first click queues the sync, by you, at a UTC time (the worker may have taken it already)")
+	require.True(t, waitTrue(ctx, 5*time.Second, `document.querySelector('`+syncBtn+`').disabled`), "the button is disabled while the sync is asked for")
+	// The stale list in the other tab: its button is still enabled.
+	width := `document.querySelector('[data-testid="links-table"]').offsetWidth + ',' + document.querySelector('` + status + `').parentElement.offsetWidth`
+	widthBefore, err := chromedp.Run(list, chromedp.Evaluate[string](width))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(list, chromedp.Click(syncBtn)))
+	_, err = chromedp.Run(list, chromedp.Poll[bool](
+		`document.querySelector('`+status+`').innerText.includes('already asked by you at ')`, chromedp.WithPollingTimeout(10*time.Second)))
+	require.NoError(t, err, "the second click by the same person says \"by you\"")
+	widthAfter, err := chromedp.Run(list, chromedp.Evaluate[string](width))
+	require.NoError(t, err)
+	require.Equal(t, widthBefore, widthAfter, "the note does not re-flow the links table")
+	browsertest.Screenshot(list, t, "sync-again-list")
 	browsertest.Screenshot(ctx, t, "sync-debounced")
+	closeList()
 	require.True(t, waitTrue(ctx, 15*time.Second, `document.querySelector('`+status+`')?.dataset.status === 'success'`),
 		"the status turns to success by itself")
 	require.Equal(t, before+1, b.crm.Requests().Total, "two clicks, one send")

@@ -119,19 +119,28 @@ func TestSyncNowFromThePageIsDebouncedAndTheStatusUpdatesItself(t *testing.T) {
 		form := url.Values{"_csrf": {ana.csrf("/links/" + id)}}
 		r := ana.do(http.MethodPost, "/links/"+id+"/sync", form, htmx)
 		require.Equal(t, http.StatusOK, r.status, r.body)
-		require.Contains(t, r.body, "Queued by you")
+		require.Contains(t, r.body, "Queued</span>", "the badge says what the note says: queued, not \"to send\" beside \"in progress\"")
+		require.Contains(t, r.body, ">by you at 12:00:00 UTC<")
 		require.Contains(t, r.body, `hx-trigger="every 1s, live"`, "the cell polls until the sync ends")
+		require.Regexp(t, `hx-swap-oob="outerHTML"><input[^>]*><button[^>]*data-testid="sync-`+id+`" disabled`, r.body,
+			"the Sync now button beside the cell is disabled while the sync is asked for")
+
+		// The same person again (another tab, a stale list): "by you", in UTC.
+		r = ana.do(http.MethodPost, "/links/"+id+"/sync", form, htmx)
+		require.Equal(t, http.StatusOK, r.status)
+		require.Contains(t, r.body, ">already asked by you at 12:00:00 UTC<")
 
 		form = url.Values{"_csrf": {bo.csrf("/links/" + id)}}
 		r = bo.do(http.MethodPost, "/links/"+id+"/sync", form, htmx)
 		require.Equal(t, http.StatusOK, r.status)
-		require.Contains(t, r.body, "Already in progress since 12:00:00, started by ana@example.com")
+		require.Contains(t, r.body, ">already asked by ana@example.com at 12:00:00 UTC<")
 
 		require.NoError(t, b.eng.Drain(context.Background()))
-		require.Equal(t, before+1, b.crm.Requests().Total, "two clicks, one send")
+		require.Equal(t, before+1, b.crm.Requests().Total, "three clicks, one send")
 		r = ana.get("/links/" + id + "/status")
 		require.Contains(t, r.body, `data-status="success"`)
 		require.NotContains(t, r.body, "hx-trigger", "polling stops when the sync has ended")
+		require.NotRegexp(t, `data-testid="sync-`+id+`" disabled`, r.body, "and the button is enabled again")
 	})
 }
 
@@ -260,7 +269,8 @@ func TestBulkRetryShowsTheCountAndRetriesExactlyThose(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		var entry models.AuditEntry
 		require.NoError(t, db.Where("action = ?", "link.bulk_retry").Order("id DESC").Take(&entry).Error)
-		require.Equal(t, "queued 2, already in progress 0, no longer there 1", entry.Detail)
+		require.Equal(t, "3 links, ids 3, 999999, 9; queued 2, already in progress 0, no longer there 1", entry.Detail)
+		require.Equal(t, "3 links", entry.Target, "a selection names no group")
 		require.Equal(t, "/failed?done=bulk-retry&queued=2&busy=0&gone=1", r.header.Get("Location"), "the redirect carries the counts")
 		body := c.get(r.header.Get("Location")).body
 		require.Contains(t, body, "2 links are queued to be sent again")
@@ -337,7 +347,7 @@ func TestAuditAndRunsPagersStopAtAFullLastPage(t *testing.T) {
 }
 
 // syncForm is the Sync now / Retry form of a link: its action and its own CSRF field.
-var syncForm = regexp.MustCompile(`(?s)<form method="post" action="(/links/\d+/sync)"[^>]*>\s*<input type="hidden" name="_csrf" value="([^"]+)"`)
+var syncForm = regexp.MustCompile(`(?s)<form id="sync-form-\d+" method="post" action="(/links/\d+/sync)"[^>]*>\s*<input type="hidden" name="_csrf" value="([^"]+)"`)
 
 // Sync now and Retry work as plain forms too, without htmx: the form carries
 // its CSRF token instead of relying on htmx's header.

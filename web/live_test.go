@@ -112,7 +112,7 @@ func htmlAttr(s string) string { return strings.ReplaceAll(s, "&", "&amp;") }
 
 func failedGroupOf(t *testing.T, db *gorm.DB) string {
 	t.Helper()
-	groups, err := models.FailedGroups(db, 0)
+	groups, err := models.FailedGroups(db, false, 0)
 	require.NoError(t, err)
 	require.Len(t, groups, 1)
 	return groups[0].ErrorGroup

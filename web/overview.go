@@ -35,11 +35,18 @@ func (s *Server) showOverview(c echo.Context) error {
 	for _, l := range failures {
 		v.Failures = append(v.Failures, linkRow(l))
 	}
-	rows, total, err := models.InProgressRows(s.requestDB(c), now, 8)
+	rows, total, held, err := models.InProgressRows(s.requestDB(c), now, 8)
 	if err != nil {
 		return err
 	}
-	v.InProgressTotal = total
+	v.InProgressTotal, v.InProgressHeld = total, held
+	aside, err := models.FailedGroups(s.requestDB(c), true, 0)
+	if err != nil {
+		return err
+	}
+	for _, g := range aside {
+		v.AsideTotal += g.N
+	}
 	for _, r := range rows {
 		v.InProgress = append(v.InProgress, views.InProgressRow{Service: r.ExternalService, LocalType: r.LocalType,
 			LocalID: r.LocalID, By: r.StartedBy, Since: r.StartedAt})

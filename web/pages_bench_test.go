@@ -292,7 +292,7 @@ var (
 // largestGroup is the failure group with the most links.
 func largestGroup(b testing.TB, db *gorm.DB) string {
 	b.Helper()
-	groups, err := models.FailedGroups(db, 1)
+	groups, err := models.FailedGroups(db, false, 1)
 	if err != nil || len(groups) == 0 {
 		b.Fatalf("the seeded failure groups: %v, %v", groups, err)
 	}

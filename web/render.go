@@ -79,6 +79,12 @@ var flashes = map[string]flash{
 	"task-busy":              {"That task is already running, so it was not started a second time.", false},
 	"runs-started":           {"A reconciliation run was started for every service. They are listed below; open one to follow it.", false},
 	"runs-started-some-busy": {"A reconciliation run was started for every service that was not already being reconciled. They are listed below.", false},
+	"link-put-aside":         {"The link is put aside: it stays failed, off the Failed list. Bring back puts it on the list again.", false},
+	"link-brought-back":      {"The link is back on the Failed list.", false},
+	"group-put-aside":        {"The group's failed links are put aside: find them under Put aside. Bring back puts them on Failed again.", false},
+	"group-brought-back":     {"The group's links are back on the Failed list.", false},
+	"user-enabled":           {"The user is enabled: they can sign in again, with their old password and role.", false},
+	"user-not-disabled":      {"That user was not disabled; nothing changed.", false},
 	"runs-all-busy":          {"Every service is already being reconciled, so no new run was started. The runs going are listed below.", false},
 	// h-recon (issue 14): reconciliation actions.
 	"disc-linked":          {"The object is linked to the record; the record is sent to it as an update.", false},

@@ -197,7 +197,7 @@ func TestEveryQueryRunsUnderItsRequestsContext(t *testing.T) {
 		b.orphanRecord(100)
 		seedEvent(t, db, "stripe", "evt_1", "charge.succeeded", models.EventIgnored, now)
 		run := seedRun(t, db, now, 3)
-		groups, err := models.FailedGroups(db, 0)
+		groups, err := models.FailedGroups(db, false, 0)
 		require.NoError(t, err)
 		require.NotEmpty(t, groups)
 		token, _, err := models.CreateAPIToken(db, "shop", "test", now)

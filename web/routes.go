@@ -48,6 +48,11 @@ func (s *Server) routes() error {
 	pages.GET("/failed/group", s.showFailedGroup)
 	pages.POST("/failed/retry", s.askRetry, operator)
 	pages.POST("/failed/retry/confirm", s.retryConfirmed, operator)
+	// Put aside: failed links acknowledged with a reason, and brought back.
+	pages.POST("/links/:id/aside", s.putAsideLink, operator)
+	pages.POST("/links/:id/back", s.bringBackLink, operator)
+	pages.POST("/failed/aside", s.putAsideGroup, operator)
+	pages.POST("/failed/back", s.bringBackGroup, operator)
 	pages.GET("/events", s.listEvents)
 	pages.GET("/events/:service/:id", s.showEvent)
 	pages.POST("/events/:service/:id/replay", s.replayEvent, operator)
@@ -73,6 +78,7 @@ func (s *Server) routes() error {
 	pages.POST("/users/disable", s.disableUser, admin)
 	pages.POST("/users/role", s.changeRole, admin)
 	pages.POST("/users/reset", s.resetPassword, admin)
+	pages.POST("/users/enable", s.enableUser, admin)
 	pages.POST("/tokens", s.createToken, admin)
 	pages.POST("/tokens/revoke", s.revokeToken, admin)
 

@@ -27,8 +27,11 @@ func (s *Server) renderUsers(c echo.Context, status int, v views.Users) error {
 	}
 	me := currentUser(c)
 	for _, u := range users {
-		v.Users = append(v.Users, views.UserRow{Email: u.Email, Role: string(u.Role), Disabled: u.Disabled(),
-			CreatedAt: u.CreatedAt, IsSelf: u.ID == me.ID})
+		row := views.UserRow{Email: u.Email, Role: string(u.Role), Disabled: u.Disabled(), CreatedAt: u.CreatedAt, IsSelf: u.ID == me.ID}
+		if u.LastSignInAt != nil {
+			row.LastSignInAt = *u.LastSignInAt
+		}
+		v.Users = append(v.Users, row)
 	}
 	for _, t := range tokens {
 		row := views.TokenRow{Name: t.Name, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, Revoked: t.RevokedAt != nil}
@@ -81,6 +84,20 @@ func (s *Server) disableUser(c echo.Context) error {
 	}
 	s.audit(c, action.UserDisable, u.Email, models.OutcomeSuccess, "")
 	return c.Redirect(http.StatusSeeOther, "/users?done=user-disabled")
+}
+
+// enableUser lets a disabled user sign in again. It needs no confirmation:
+// disabling again undoes it.
+func (s *Server) enableUser(c echo.Context) error {
+	u, ok, err := models.EnableUser(s.requestDB(c), c.FormValue("email"), s.clock.Now())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return c.Redirect(http.StatusSeeOther, "/users?done=user-not-disabled")
+	}
+	s.audit(c, action.UserEnable, u.Email, models.OutcomeSuccess, "")
+	return c.Redirect(http.StatusSeeOther, "/users?done=user-enabled")
 }
 
 func (s *Server) createToken(c echo.Context) error {

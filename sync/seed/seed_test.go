@@ -181,7 +181,7 @@ func TestFillPagesQueries(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, found, 1, "search by external id %s", crm.ExternalID)
 
-		groups, err := models.FailedGroups(db, 100)
+		groups, err := models.FailedGroups(db, false, 100)
 		require.NoError(t, err)
 		var inGroups int64
 		for _, g := range groups {
