@@ -103,7 +103,7 @@ func TestBrowserLinkPageWaitingForARetryTurnsSynced(t *testing.T) {
 	status := testid(fmt.Sprintf("status-%d", id))
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+fmt.Sprintf("/links/%d", id)), chromedp.WaitVisible(status)))
 	require.Contains(t, textOf(t, ctx, status), "Will retry")
-	require.Contains(t, textOf(t, ctx, status), "next try in 30 s")
+	require.Contains(t, textOf(t, ctx, status), "in 30 s")
 	browsertest.Screenshot(ctx, t, "link-waiting-for-retry")
 
 	// The retry is due and goes: the sender runs as the send task does.

@@ -47,14 +47,14 @@ func TestPausedServiceLinksSayPausedAndAreNotInProgress(t *testing.T) {
 		require.Contains(t, op.get("/links").body, "crm is paused: it goes when resumed")
 
 		over := op.get("/").body
-		require.Contains(t, over, `data-testid="in-progress-total">0<`, "a sync that cannot go is not in progress")
+		require.Regexp(t, `data-testid="in-progress-total"[^>]*>0<`, over, "a sync that cannot go is not in progress")
 		require.Contains(t, over, "1 more asked for on a paused service")
 
 		// Resumed, the same link reads queued, and the overview counts it.
 		r = op.post("/services", "/services/crm/resume", nil)
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		require.Contains(t, op.get("/links/"+id).body, `data-state="new"`)
-		require.Contains(t, op.get("/").body, `data-testid="in-progress-total">1<`)
+		require.Regexp(t, `data-testid="in-progress-total"[^>]*>1<`, op.get("/").body)
 	})
 }
 
