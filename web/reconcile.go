@@ -295,23 +295,31 @@ func (s *Server) confirmRun(c echo.Context) error {
 	// A closed tab must not interrupt the fixes half-way.
 	ctx := context.WithoutCancel(c.Request().Context())
 	_, err = s.rec.Confirm(ctx, id, currentUser(c).Email)
+	if err := s.auditRunAction(c, action.ReconcileConfirm, id, err); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, views.RunURL(id))
+}
+
+// auditRunAction audits what an operator's action on run id came to, by
+// its error: denied (another run is going, or the run cannot take it),
+// failed, or done; a run that does not exist is only answered. It returns
+// err.
+func (s *Server) auditRunAction(c echo.Context, act string, id int64, err error) error {
 	target := fmt.Sprintf("run %d", id)
 	var inv *models.InvalidError
 	switch {
 	case errors.Is(err, models.ErrRunActive):
-		s.audit(c, action.ReconcileConfirm, target, models.OutcomeDenied, "another run of the service is going")
-		return err
+		s.audit(c, act, target, models.OutcomeDenied, "another run of the service is going")
 	case errors.As(err, &inv):
-		s.audit(c, action.ReconcileConfirm, target, models.OutcomeDenied, inv.Reason)
-		return err
+		s.audit(c, act, target, models.OutcomeDenied, inv.Reason)
 	case errors.Is(err, models.ErrNotFound):
-		return err
 	case err != nil:
-		s.audit(c, action.ReconcileConfirm, target, models.OutcomeFailure, err.Error())
-		return err
+		s.audit(c, act, target, models.OutcomeFailure, err.Error())
+	default:
+		s.audit(c, act, target, models.OutcomeSuccess, "")
 	}
-	s.audit(c, action.ReconcileConfirm, target, models.OutcomeSuccess, "")
-	return c.Redirect(http.StatusSeeOther, views.RunURL(id))
+	return err
 }
 
 // cancelRun stops a run going on this instance; it ends interrupted.

@@ -139,22 +139,9 @@ func (s *Server) applyRun(c echo.Context) error {
 	}
 	ctx := context.WithoutCancel(c.Request().Context())
 	run, err := s.rec.ApplyDryRun(ctx, id, currentUser(c).Email)
-	target := fmt.Sprintf("run %d", id)
-	var inv *models.InvalidError
-	switch {
-	case errors.Is(err, models.ErrRunActive):
-		s.audit(c, action.ReconcileApply, target, models.OutcomeDenied, "another run of the service is going")
-		return err
-	case errors.As(err, &inv):
-		s.audit(c, action.ReconcileApply, target, models.OutcomeDenied, inv.Reason)
-		return err
-	case errors.Is(err, models.ErrNotFound):
-		return err
-	case err != nil:
-		s.audit(c, action.ReconcileApply, target, models.OutcomeFailure, err.Error())
+	if err := s.auditRunAction(c, action.ReconcileApply, id, err); err != nil {
 		return err
 	}
-	s.audit(c, action.ReconcileApply, target, models.OutcomeSuccess, "")
 	done := "dryrun-applied"
 	if run.Status == models.RunAwaiting {
 		done = "dryrun-applied-valve"
