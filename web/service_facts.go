@@ -245,17 +245,7 @@ func eventEffects(service string, w config.Webhook) []views.EventEffect {
 	if err != nil {
 		return nil
 	}
-	keys := slices.Collect(maps.Keys(r.Effects.Table))
-	slices.SortFunc(keys, func(a, b string) int {
-		pa, pb := strings.ContainsAny(a, "*?["), strings.ContainsAny(b, "*?[")
-		switch {
-		case pa != pb:
-			return cmp.Compare(boolInt(pa), boolInt(pb))
-		case pa && len(a) != len(b):
-			return cmp.Compare(len(b), len(a))
-		}
-		return cmp.Compare(a, b)
-	})
+	keys := r.Entries()
 	out := make([]views.EventEffect, 0, len(keys)+1)
 	for _, k := range keys {
 		out = append(out, views.EventEffect{On: k, Does: effectWords(service, r, r.Effects.Table[k])})
@@ -264,13 +254,6 @@ func eventEffects(service string, w config.Webhook) []views.EventEffect {
 		out = append(out, views.EventEffect{On: "*", Does: "stored, nothing done"})
 	}
 	return out
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // effectWords is one effect in a support person's words.

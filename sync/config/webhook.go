@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"embed"
 	"fmt"
 	"maps"
@@ -234,26 +235,46 @@ func (w Webhook) Resolved() (Webhook, error) {
 	return w, nil
 }
 
-// EffectFor is the effect for an event type and the pattern that chose it:
-// an exact entry first, then the longest pattern that matches (* stands
-// for any characters but /), ties broken by the pattern's text.
+// Entries lists the table's keys in the order EffectFor chooses among
+// them: exact event types first (sorted), then patterns from the longest
+// (* stands for any characters but /), ties broken by the pattern's text.
+func (w Webhook) Entries() []string {
+	keys := slices.Collect(maps.Keys(w.Effects.Table))
+	slices.SortFunc(keys, func(a, b string) int {
+		pa, pb := isPattern(a), isPattern(b)
+		switch {
+		case pa != pb && pa:
+			return 1
+		case pa != pb:
+			return -1
+		case pa && len(a) != len(b):
+			return cmp.Compare(len(b), len(a))
+		}
+		return cmp.Compare(a, b)
+	})
+	return keys
+}
+
+// FirstEntry is the first of entries (in Entries' order) that names or
+// matches eventType.
+func FirstEntry(entries []string, eventType string) (string, bool) {
+	for _, k := range entries {
+		if k == eventType {
+			return k, true
+		}
+		if isPattern(k) {
+			if ok, _ := path.Match(k, eventType); ok {
+				return k, true
+			}
+		}
+	}
+	return "", false
+}
+
+// EffectFor is the effect for an event type and the entry that chose it.
 func (w Webhook) EffectFor(eventType string) (Effect, string, bool) {
-	if e, ok := w.Effects.Table[eventType]; ok {
-		return e, eventType, true
-	}
-	best := ""
-	for _, p := range slices.Sorted(maps.Keys(w.Effects.Table)) {
-		if !isPattern(p) || (best != "" && len(p) <= len(best)) {
-			continue
-		}
-		if ok, _ := path.Match(p, eventType); ok {
-			best = p
-		}
-	}
-	if best == "" {
-		return Effect{}, "", false
-	}
-	return w.Effects.Table[best], best, true
+	k, ok := FirstEntry(w.Entries(), eventType)
+	return w.Effects.Table[k], k, ok
 }
 
 func isPattern(s string) bool { return strings.ContainsAny(s, `*?[\`) }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/inbox/verify"
 	"github.com/syncdesk/syncdesk/sync/mapping"
 )
@@ -116,12 +117,13 @@ func stored(service, id, typ, payload string) (Event, error) {
 }
 
 // effectFor is the effect for an event type: Handle's, else the table's
-// exact entry, else its best pattern (config.Webhook.EffectFor).
+// exact entry, else its best pattern (config.FirstEntry).
 func (hk *hook) effectFor(typ string) (Effect, bool) {
 	if fx, ok := hk.handled[typ]; ok {
 		return fx, true
 	}
-	if _, key, ok := hk.webhook.EffectFor(typ); ok {
+	// The entries' order is worked out once, at start: not per event.
+	if key, ok := config.FirstEntry(hk.entries, typ); ok {
 		fx, ok := hk.effects[key]
 		return fx, ok
 	}

@@ -58,6 +58,7 @@ type hook struct {
 	eventID, eventType *mapping.Expr
 	effects            map[string]Effect // keyed as the table: event types and patterns
 	handled            map[string]Effect // set by Handle, by exact type; before the table
+	entries            []string          // the table's keys in the order they are chosen (config.Webhook.Entries)
 	// idPaths are every path the table reads an id or a key with: what
 	// they find is kept readable in the stored copy (see keptIDs).
 	idPaths []*mapping.Expr
@@ -111,7 +112,7 @@ func newHook(s config.Service) (*hook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("effects: %w", err)
 	}
-	h := &hook{verify: verifyConfig(w), webhook: w, handled: map[string]Effect{}}
+	h := &hook{verify: verifyConfig(w), webhook: w, handled: map[string]Effect{}, entries: w.Entries()}
 	if err := h.verify.Validate(); err != nil {
 		return nil, err
 	}
