@@ -98,3 +98,41 @@ func TestCloseWaitsForEveryRunStartedBesideIt(t *testing.T) {
 		require.Zero(t, running, "no run began after Close returned")
 	})
 }
+
+// A write of how a run ended that fails for a moment (no connection to be
+// had) is tried again: a run left marked running would bar the service's
+// next run until its heartbeat went stale. The fault is injected in front
+// of the real database, on the first two end writes.
+func TestARunsEndIsWrittenThroughAMomentaryFailure(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crm.Insert(map[string]any{"external_key": key(1), "title": "Order 1"})
+		var mu sync.Mutex
+		failed := 0
+		require.NoError(t, db.Callback().Update().Before("gorm:update").Register("test:end_fails", func(tx *gorm.DB) {
+			set, ok := tx.Statement.Dest.(map[string]any)
+			_, ends := set["finished_at"]
+			_, beats := set["heartbeat_at"] // a sweep's end has none
+			if !ok || !ends || !beats || tx.Statement.Table != "reconciliation_runs" {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if failed < 2 {
+				failed++
+				_ = tx.AddError(errors.New("failed to connect: FATAL: sorry, too many clients already"))
+			}
+		}))
+
+		run, err := e.rec.Run(context.Background(), "crm", RunOptions{TriggeredBy: "scheduler"})
+		require.NoError(t, err)
+		require.Equal(t, models.RunCompleted, run.Status)
+		require.NotNil(t, run.FinishedAt)
+		mu.Lock()
+		require.Equal(t, 2, failed, "the end write failed twice before it held")
+		mu.Unlock()
+		_, err = e.rec.Run(context.Background(), "crm", RunOptions{TriggeredBy: "scheduler"})
+		require.NoError(t, err, "the service's next run is not barred")
+	})
+}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/syncdesk/syncdesk/models"
 )
 
@@ -124,13 +126,38 @@ func (rn *run) end(ctx context.Context, err error) (*models.ReconciliationRun, e
 	db := rn.r.db.WithContext(wctx)
 	var ferr error
 	if !errors.Is(err, models.ErrRunLost) { // else a sweep already wrote the end
-		ferr = models.FinishRun(db, rn.row.ID, status, reason, rn.r.clock.Now())
+		ferr = rn.writeEnd(wctx, db, status, reason)
 	}
 	cerr := models.ClearSeen(db, rn.row.ID)
 	row, gerr := models.RunByID(db, rn.row.ID)
 	rn.r.log.Info("reconciliation ended", "service", rn.svc.Name, "run", rn.row.ID, "status", status,
 		"scanned", rn.scanned, "fixed", row.Fixed, "error", reason)
 	return row, errors.Join(err, ferr, cerr, gerr)
+}
+
+// writeEnd writes the run's end, trying again while wctx lasts: a run left
+// marked running would bar the service's next run until its heartbeat went
+// stale, and a moment without a connection (a restarting database, a full
+// pool) is the usual reason a write fails at a stop. ErrRunLost on a second
+// try means the first one committed before its answer was lost.
+func (rn *run) writeEnd(wctx context.Context, db *gorm.DB, status, reason string) error {
+	wait := 50 * time.Millisecond
+	for try := 1; ; try++ {
+		err := models.FinishRun(db, rn.row.ID, status, reason, rn.r.clock.Now())
+		switch {
+		case err == nil, try > 1 && errors.Is(err, models.ErrRunLost):
+			return nil
+		case errors.Is(err, models.ErrRunLost):
+			return err
+		}
+		rn.r.log.Warn("could not write how a reconciliation ended; trying again", "run", rn.row.ID, "try", try, "err", err)
+		select {
+		case <-wctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 func stopReason(cause error) string {
