@@ -45,6 +45,8 @@ type Config struct {
 	// recognised as a duplicate.
 	EventRetention time.Duration `yaml:"event_retention"`
 	Metrics        Metrics       `yaml:"metrics"`
+	// Alerts notify people of incidents (README "Alerts").
+	Alerts Alerts `yaml:"alerts"`
 	// Demo starts the sandbox providers and seeds records; on by default
 	// when no config file and no services are given.
 	Demo bool `yaml:"demo"`
@@ -246,6 +248,7 @@ func (c Config) Validate() error {
 	for _, name := range c.ServiceNames() {
 		errs = append(errs, c.Services[name].validate(name)...)
 	}
+	errs = append(errs, c.Alerts.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -24,6 +24,7 @@ func (c Config) Secrets() []string {
 	if c.Metrics.Access == "token" {
 		out = append(out, secretPieces(c.Metrics.Token)...)
 	}
+	out = append(out, c.Alerts.secrets()...)
 	return out
 }
 
