@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -81,16 +80,14 @@ func (s *Server) apiSyncLink(c echo.Context) error {
 		return errBadRequest("the link id must be a positive number")
 	}
 	who, _ := actor(c)
-	link, err := s.outbox.SyncNow(c.Request().Context(), id, who)
-	var busy *models.InProgressError
-	if errors.As(err, &busy) {
-		return c.JSON(http.StatusConflict, map[string]any{"status": "already_in_progress", "error": busy.Error(),
-			"since": busy.Row.StartedAt, "by": busy.Row.StartedBy})
-	}
+	link, busy, err := s.syncNow(c, id, who)
 	if err != nil {
 		return err
 	}
-	s.audit(c, action.LinkSync, fmt.Sprintf("link %d", id), models.OutcomeSuccess, "")
+	if busy != nil {
+		return c.JSON(http.StatusConflict, map[string]any{"status": "already_in_progress", "error": busy.Error(),
+			"since": busy.Row.StartedAt, "by": busy.Row.StartedBy})
+	}
 	link.Status = models.StatusNew // as queued, not as it was before the request
 	return c.JSON(http.StatusAccepted, map[string]any{"status": "queued", "link": toLinkJSON(*link)})
 }

@@ -136,5 +136,6 @@ func TestSyncNowThroughTheAPIIsDebounced(t *testing.T) {
 		require.NoError(t, b.eng.Drain(context.Background()))
 		require.Equal(t, before+1, b.crm.Requests().Total, "one send")
 		require.EqualValues(t, 1, b.auditCount("link.sync", models.OutcomeSuccess))
+		require.EqualValues(t, 49, b.auditCount("link.sync", models.OutcomeDenied), "each refused call is audited, as a click on the page is")
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -236,36 +237,14 @@ func onLinkPage(c echo.Context, id int64) bool {
 
 // syncLink is Sync now / Retry. A second click — from this page, another
 // tab or another operator — changes nothing and says who asked, and when.
-// A retry (of a failed or retrying link) is audited apart from a Sync now.
 func (s *Server) syncLink(c echo.Context) error {
 	id, err := linkID(c)
 	if err != nil {
 		return err
 	}
-	before, err := models.LinkByID(s.requestDB(c), id)
+	_, busy, err := s.syncNow(c, id, currentUser(c).Email)
 	if err != nil {
 		return err
-	}
-	act := action.LinkSync
-	if before.Status == models.StatusFailed || before.Status == models.StatusRetry {
-		act = action.LinkRetry
-	}
-	_, err = s.outbox.SyncNow(c.Request().Context(), id, currentUser(c).Email)
-	var busy *models.InProgressError
-	switch {
-	case errors.As(err, &busy):
-		s.audit(c, act, "link "+c.Param("id"), models.OutcomeDenied, busy.Error())
-	case err != nil:
-		return err
-	default:
-		detail := ""
-		if before.PutAsideAt != nil {
-			detail = "it was put aside by " + before.PutAsideBy + ": it is back in the queue"
-		}
-		s.audit(c, act, "link "+c.Param("id"), models.OutcomeSuccess, detail)
-		if before.Status == models.StatusFailed {
-			s.recountFailed(c, "a retry")
-		}
 	}
 	if c.Request().Header.Get("HX-Request") != "true" {
 		return c.Redirect(http.StatusSeeOther, views.LinkURL(id))
@@ -279,6 +258,40 @@ func (s *Server) syncLink(c echo.Context) error {
 		return err
 	}
 	return s.render(c, views.LinkStatusAnswer(s.page(c, "", ""), row, busy != nil, true, onLinkPage(c, id)))
+}
+
+// syncNow queues link id now on who's behalf, for the page and the API
+// alike, and audits it: a retry (of a failed or retrying link) apart from a
+// Sync now, a click while a sync is in progress as denied. busy says who
+// started the one in progress; it is not an error.
+func (s *Server) syncNow(c echo.Context, id int64, who string) (*models.Link, *models.InProgressError, error) {
+	before, err := models.LinkByID(s.requestDB(c), id)
+	if err != nil {
+		return nil, nil, err
+	}
+	act := action.LinkSync
+	if before.Status == models.StatusFailed || before.Status == models.StatusRetry {
+		act = action.LinkRetry
+	}
+	target := fmt.Sprintf("link %d", id)
+	link, err := s.outbox.SyncNow(c.Request().Context(), id, who)
+	var busy *models.InProgressError
+	switch {
+	case errors.As(err, &busy):
+		s.audit(c, act, target, models.OutcomeDenied, busy.Error())
+		return nil, busy, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	detail := ""
+	if before.PutAsideAt != nil {
+		detail = "it was put aside by " + before.PutAsideBy + ": it is back in the queue"
+	}
+	s.audit(c, act, target, models.OutcomeSuccess, detail)
+	if before.Status == models.StatusFailed {
+		s.recountFailed(c, "a retry")
+	}
+	return link, nil, nil
 }
 
 func (s *Server) failLink(c echo.Context) error {
