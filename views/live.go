@@ -54,8 +54,18 @@ func Live(p Page, on bool) templ.Component {
 		if err := children.Render(ctx, &buf); err != nil {
 			return err
 		}
-		version := liveVersion(buf.Bytes())
+		// The paused banner sits outside the region, under the header, but
+		// a pause is news too: its version covers the banner, and a poll's
+		// answer carries it to be swapped out of band.
+		var banner bytes.Buffer
+		if err := pausedBanner(p).Render(ctx, &banner); err != nil {
+			return err
+		}
+		version := liveVersion(buf.Bytes(), banner.Bytes())
 		if f, ok := ctx.Value(liveKey{}).(*LiveFragment); ok {
+			buf.WriteString(`<div id="` + PausedSlotID + `" hx-swap-oob="true">`)
+			buf.Write(banner.Bytes())
+			buf.WriteString(`</div>`)
 			f.HTML, f.Version, f.Found = buf.Bytes(), version, true
 			return nil
 		}
@@ -72,8 +82,16 @@ func Live(p Page, on bool) templ.Component {
 	})
 }
 
-func liveVersion(b []byte) string {
+// PausedSlotID is the element that holds the paused banner on every
+// signed-in page, empty when nothing is paused: a poll's place to swap it.
+const PausedSlotID = "paused-slot"
+
+func liveVersion(parts ...[]byte) string {
 	h := fnv.New64a()
-	_, _ = h.Write(b)
+	for _, b := range parts {
+		_, _ = h.Write(b)
+		_, _ = h.Write([]byte{0})
+	}
 	return strconv.FormatUint(h.Sum64(), 36)
 }
+

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
+	"github.com/syncdesk/syncdesk/sync/services"
 	"github.com/syncdesk/syncdesk/web/browsertest"
 )
 
@@ -185,4 +187,40 @@ func TestBrowserFailedGroupKeepsUpAndKeepsTheTickedBoxes(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ticked, "the swap keeps the ticked box")
 	browsertest.Screenshot(ctx, t, "failed-group-live")
+}
+
+// The paused banner sits under the header, outside the page's live region,
+// yet a pause made elsewhere shows on a page left open, and a resume takes
+// it away, without a reload: each poll carries the banner out of band.
+func TestBrowserAPauseShowsOnAnOpenPage(t *testing.T) {
+	browsertest.Parallel(t)
+	b := setupSQLite(t)
+	b.web.pauser = services.NewPauser(b.db, b.cfg.ServiceNames(), b.clock, slog.New(slog.DiscardHandler))
+	b.user("vera@example.com", models.RoleViewer)
+	code, out := b.api().do("PUT", "/api/v1/records/order/1", `{"title":"Order 1"}`)
+	require.Equal(t, http.StatusOK, code, out)
+	require.NoError(t, models.RefreshStats(b.db, b.clock.Now()))
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, b.srv.URL, "vera@example.com")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+"/"), chromedp.WaitVisible(testid("status-table"))))
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameDocument = true`))
+	require.NoError(t, err)
+	banner := `document.querySelector('[data-testid="paused-banner"]')`
+	require.True(t, waitTrue(ctx, time.Second, banner+` === null`))
+
+	_, _, err = models.Pause(b.db, models.ServicePause{Service: "crm", PausedBy: "olga@example.com", PausedAt: b.clock.Now(), Reason: "provider maintenance"})
+	require.NoError(t, err)
+	b.clock.Advance(services.CacheTTL) // as a pause made on another instance is seen here
+	require.True(t, waitTrue(ctx, 15*time.Second, banner+` !== null && `+banner+`.textContent.includes('Sending to crm is paused')`),
+		"the banner shows within 15 s")
+	require.Contains(t, textOf(t, ctx, testid("paused-banner")), "provider maintenance")
+	browsertest.Screenshot(ctx, t, "paused-banner-live")
+
+	_, err = models.Resume(b.db, "crm")
+	require.NoError(t, err)
+	b.clock.Advance(services.CacheTTL)
+	require.True(t, waitTrue(ctx, 15*time.Second, banner+` === null`), "the banner goes within 15 s of the resume")
+	same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameDocument === true`))
+	require.NoError(t, err)
+	require.True(t, same, "no reload")
 }
