@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/base64"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +131,27 @@ func TestSecretsHoldEveryChannelsCredentials(t *testing.T) {
 		require.False(t, strings.Contains(s, "hooks.example.com"), "a webhook's address is no secret: %q", s)
 		require.NotEmpty(t, s)
 	}
+}
+
+// README's example channels load as they stand, one of each kind.
+func TestREADMEAlertChannelsLoad(t *testing.T) {
+	body, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(body), "### Alert channels\n")
+	require.True(t, ok)
+	section, _, _ = strings.Cut(section, "\n#")
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	require.True(t, ok)
+	block, _, _ = strings.Cut(block, "```")
+	for _, v := range []string{"OPS_SLACK_WEBHOOK_URL", "SMTP_PASSWORD"} {
+		t.Setenv(v, "https://hooks.slack.com/services/T/B/for-the-test")
+	}
+	t.Setenv("OPS_HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	cfg, err := Load(writeFile(t, block), Overrides{})
+	require.NoError(t, err, block)
+	kinds := map[string]bool{}
+	for _, ch := range cfg.Alerts.Channels {
+		kinds[ch.Kind] = true
+	}
+	require.Equal(t, map[string]bool{"webhook": true, "slack": true, "email": true}, kinds)
 }
