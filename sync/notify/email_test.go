@@ -133,6 +133,8 @@ func (s *mailSession) Auth(string) (sasl.Server, error) {
 		s.ms.auths = append(s.ms.auths, encrypted)
 		s.ms.mu.Unlock()
 		if user != smtpUser || password != smtpPassword {
+			s.ms.mu.Lock()
+			defer s.ms.mu.Unlock()
 			return s.ms.authErr
 		}
 		s.signed = true
@@ -146,8 +148,11 @@ func (s *mailSession) Mail(from string, _ *smtp.MailOptions) error {
 }
 
 func (s *mailSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	if s.ms.refuse != nil {
-		if err := s.ms.refuse(to); err != nil {
+	s.ms.mu.Lock()
+	refuse := s.ms.refuse
+	s.ms.mu.Unlock()
+	if refuse != nil {
+		if err := refuse(to); err != nil {
 			return err
 		}
 	}
