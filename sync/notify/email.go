@@ -264,7 +264,10 @@ func (e *email) words(m Message) string {
 	if m.Subject != "" {
 		fmt.Fprintf(&b, " about %s", m.Subject)
 	}
-	fmt.Fprintf(&b, " (rule %s), %s.\n\n-- \nSent by syncdesk to the alert channel %s.\n", m.Rule, m.At.UTC().Format("2 Jan 2006 15:04 UTC"), e.name)
+	if m.Rule != "" {
+		fmt.Fprintf(&b, " (rule %s)", m.Rule)
+	}
+	fmt.Fprintf(&b, ", %s.\n\n-- \nSent by syncdesk to the alert channel %s.\n", m.At.UTC().Format("2 Jan 2006 15:04 UTC"), e.name)
 	return b.String()
 }
 
