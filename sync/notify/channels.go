@@ -187,6 +187,9 @@ func (b base) checkMessage(m Message) error {
 			return b.fail(failure{permanent: true}, "the notification's id %q holds a space or a control character", m.ID)
 		}
 	}
+	if m.Title == "" { // every kind leads with it: a header, a Subject
+		return b.fail(failure{permanent: true}, "the notification has no title")
+	}
 	if _, ok := eventTypes[m.State]; !ok {
 		return b.fail(failure{permanent: true}, "the notification's state %q is not opened, still open or resolved", m.State)
 	}

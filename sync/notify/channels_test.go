@@ -116,3 +116,24 @@ func TestOneEmailChannelSendsConcurrently(t *testing.T) {
 	require.Len(t, mails, 24)
 	require.Len(t, auths, 24)
 }
+
+// A long title in any script stays within a mail line's limit, and reads
+// back whole but for the cut.
+func TestALongTitleMakesAValidSubject(t *testing.T) {
+	ms, pool := newMailServer(t, mailOptions{startTLS: true})
+	m := message()
+	m.Title = strings.Repeat("Ошибка синхронизации ", 30)
+	require.NoError(t, mailChannel(t, ms, pool, nil).Send(context.Background(), m))
+	mails, _ := ms.sent()
+	require.Len(t, mails, 1)
+	for _, line := range strings.Split(string(mails[0].data), "\r\n") {
+		require.LessOrEqual(t, len(line), 998)
+	}
+	msg, err := mail.ReadMessage(strings.NewReader(string(mails[0].data)))
+	require.NoError(t, err)
+	got, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(got, "[syncdesk] Ошибка синхронизации Ошибка"), got)
+	require.True(t, strings.HasSuffix(got, "…"), got)
+	require.Len(t, []rune(got), len([]rune("[syncdesk] "))+200)
+}

@@ -236,7 +236,7 @@ func (e *email) compose(m Message, now time.Time) []byte {
 	header := func(k, v string) { fmt.Fprintf(&b, "%s: %s\r\n", k, v) }
 	header("From", e.from.String())
 	header("To", strings.Join(to, ", "))
-	header("Subject", mime.QEncoding.Encode("utf-8", "[syncdesk] "+oneLine(m.Title)))
+	header("Subject", subject(m.Title))
 	header("Date", now.Format(time.RFC1123Z))
 	header("Message-ID", messageID(m.ID, e.from.Address))
 	header("MIME-Version", "1.0")
@@ -248,6 +248,17 @@ func (e *email) compose(m Message, now time.Time) []byte {
 	_, _ = qp.Write([]byte(e.words(m)))
 	_ = qp.Close()
 	return b.Bytes()
+}
+
+// maxSubject bounds the title in a Subject, which must stay within a
+// line's 998 characters once encoded (RFC 5322 2.1.1).
+const maxSubject = 200
+
+// subject is "[syncdesk] <title>", encoded where it is not ASCII and
+// folded between encoded words, so that no line grows past the limit.
+func subject(title string) string {
+	enc := mime.QEncoding.Encode("utf-8", "[syncdesk] "+cut(oneLine(title), maxSubject))
+	return strings.ReplaceAll(enc, "?= =?", "?=\r\n =?")
 }
 
 // words is the body: what is wrong, what to do, where to look.

@@ -107,6 +107,7 @@ func pageLink(raw string) (string, bool) {
 // slackReasons word Slack's answers that need a person.
 var slackReasons = map[string]string{
 	"invalid_payload":     "Slack could not read the message",
+	"invalid_blocks":      "Slack could not lay out the message",
 	"no_service":          "the incoming webhook no longer exists: make a new one and set its URL in alerts.channels.{name}.url",
 	"no_team":             "the Slack workspace no longer exists",
 	"invalid_token":       "the incoming webhook's URL is no longer valid: make a new one and set it in alerts.channels.{name}.url",

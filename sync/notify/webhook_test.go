@@ -93,6 +93,10 @@ func TestEveryStateHasItsEventType(t *testing.T) {
 	m = message()
 	m.ID = ""
 	requirePermanent(t, ch.Send(context.Background(), m), true, "no id, no way to drop a repeat")
+	m = message()
+	m.Title = ""
+	requirePermanent(t, ch.Send(context.Background(), m), true, "no title, nothing to lead with")
+	require.Len(t, rc.requests(), 3, "nothing is sent of a notification no receiver could read")
 }
 
 // A receiver holding another secret refuses the delivery: the signature
