@@ -119,7 +119,8 @@ func (e *email) connect(ctx context.Context) (*smtp.Client, error) {
 	}
 	// Called off early, the attempt's waits end at once; at the latest,
 	// Send's cancel runs this on a connection it has closed, harmlessly.
-	context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	raw := conn // the TLS connection wrapped around it shares its deadline
+	context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Now()) })
 	if e.implicit {
 		tc := tls.Client(conn, e.tlsConfig)
 		if err := tc.HandshakeContext(ctx); err != nil {

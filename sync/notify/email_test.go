@@ -338,4 +338,12 @@ func TestAMailServerThatNeverAnswersIsLeftWithinTheTimeout(t *testing.T) {
 	requirePermanent(t, err, false)
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 	require.Contains(t, err.Error(), "no answer within 300ms")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start = time.Now()
+	err = ch.Send(ctx, message())
+	require.Less(t, time.Since(start), 250*time.Millisecond, "a caller that gives up ends the wait at once")
+	require.True(t, errors.Is(err, context.Canceled), "%v", err)
+	require.Contains(t, err.Error(), "the send was called off")
 }
