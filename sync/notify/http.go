@@ -100,7 +100,7 @@ func isCertificateError(err error) bool {
 // Standard Webhooks spec's advice on statuses: 2xx is delivered; a
 // redirect needs the URL changed; 408, 429 and 5xx may pass; any other
 // 4xx is the receiver's refusal, which sending again will not change.
-// what words the answer (see the kinds).
+// what is the answer in the kind's words.
 func (p *poster) classify(r reply, what string) error {
 	switch {
 	case r.status >= 200 && r.status < 300:

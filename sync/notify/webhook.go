@@ -18,7 +18,9 @@ import (
 // webhook-id is the notification's id, the same on every retry so that the
 // receiver can drop a repeat; webhook-timestamp is the attempt's time;
 // webhook-signature is "v1," and the base64 HMAC-SHA256 of
-// "id.timestamp.body" under the whsec_ key.
+// "id.timestamp.body" under the whsec_ key. The spec asks that an id a
+// sender's users control hold no "."; ours come from sync/alerts, and none
+// is user input.
 type webhook struct {
 	*poster
 	key []byte
