@@ -339,11 +339,14 @@ func TestAMailServerThatNeverAnswersIsLeftWithinTheTimeout(t *testing.T) {
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 	require.Contains(t, err.Error(), "no answer within 300ms")
 
+	patient, err := notify.New("mail", config.AlertChannel{Kind: "email", Host: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port,
+		From: "syncdesk@example.com", To: []string{"ops@example.com"}, Timeout: time.Minute})
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start = time.Now()
-	err = ch.Send(ctx, message())
-	require.Less(t, time.Since(start), 250*time.Millisecond, "a caller that gives up ends the wait at once")
+	err = patient.Send(ctx, message())
+	require.Less(t, time.Since(start), 5*time.Second, "a caller that gives up ends the wait at once")
 	require.True(t, errors.Is(err, context.Canceled), "%v", err)
 	require.Contains(t, err.Error(), "the send was called off")
 }

@@ -109,11 +109,13 @@ func TestASendNeverOutlivesItsTimeout(t *testing.T) {
 		require.True(t, errors.Is(err, context.DeadlineExceeded), "%s: %v", kind, err)
 		require.Contains(t, err.Error(), "no answer within 300ms")
 
+		patient, err := notify.New("ops", config.AlertChannel{Kind: kind, URL: rc.URL + "/services/" + slackToken, Secret: hookSecret, Timeout: time.Minute})
+		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		start = time.Now()
-		err = ch.Send(ctx, message())
+		err = patient.Send(ctx, message())
 		cancel()
-		require.Less(t, time.Since(start), 250*time.Millisecond, "%s: the caller's deadline is kept too", kind)
+		require.Less(t, time.Since(start), 5*time.Second, "%s: the caller's deadline is kept too", kind)
 		require.True(t, errors.Is(err, context.DeadlineExceeded), "%s: %v", kind, err)
 	}
 }
