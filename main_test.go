@@ -353,3 +353,17 @@ func TestStopWritesTheRefusedWebhooksStillCounted(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, sum["stripe"].N)
 }
+
+// A bad alert channel stops the start, naming the channel and the setting,
+// before anything listens or any notification could be lost to it.
+func TestABadAlertChannelStopsTheStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "syncdesk.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`alerts:
+  channels:
+    ops: {kind: webhook, url: "https://hooks.example.com/syncdesk", secret: "whsec_not base64!"}
+`), 0o600))
+	code, _, errOut := cmd(t, "", "--config", file, "--db", "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "setting alerts.channels.ops.secret: is not whsec_ followed by base64")
+	require.NotContains(t, errOut, "not base64!", "the secret is not quoted back")
+}

@@ -10,8 +10,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/syncdesk/syncdesk/sync/inbox/verify"
 )
 
 // ErrNoSuchObject is an id the provider does not hold.
@@ -65,12 +66,11 @@ func signStripe(h http.Header, key []byte, _ string, body []byte, now time.Time)
 	h.Set("Stripe-Signature", "t="+t+",v1="+hex.EncodeToString(hmacSHA256(key, t, ".", string(body))))
 }
 
-// standardKey decodes "whsec_<base64>"; like the reference libraries it
-// also takes the base64 without the prefix.
+// standardKey decodes "whsec_<base64>" as receivers do (verify.StandardKey).
 func standardKey(secret string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil || len(key) == 0 {
-		return nil, errors.New(`secret is not "whsec_" and base64`)
+	key, err := verify.StandardKey(secret)
+	if err != nil {
+		return nil, fmt.Errorf("secret %w", err)
 	}
 	return key, nil
 }
@@ -85,12 +85,12 @@ func encodeStandard(_, typ string, obj map[string]any, at time.Time) []byte {
 }
 
 // signStandard sets webhook-id, webhook-timestamp and webhook-signature
-// "v1,<base64 HMAC-SHA256 of "id.timestamp.body">".
+// (verify.StandardSignature).
 func signStandard(h http.Header, key []byte, id string, body []byte, now time.Time) {
 	t := strconv.FormatInt(now.Unix(), 10)
 	h.Set("webhook-id", id)
 	h.Set("webhook-timestamp", t)
-	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(hmacSHA256(key, id, ".", t, ".", string(body))))
+	h.Set("webhook-signature", verify.StandardSignature(key, id, t, body))
 }
 
 func hmacSHA256(key []byte, parts ...string) []byte {

@@ -34,6 +34,19 @@ func matchAny(keys, candidates [][]byte, parts ...[]byte) bool {
 	return false
 }
 
+// StandardSignature is the webhook-signature entry "v1,<base64>" that
+// signs body sent with webhook-id id and webhook-timestamp timestamp, under
+// a key from StandardKey: HMAC-SHA256 of "id.timestamp.body". Every sender
+// of the scheme signs here (sync/notify, the sandbox's CRM), so what is sent
+// and what verifyStandard checks are one reading of the spec.
+func StandardSignature(key []byte, id, timestamp string, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	for _, p := range [][]byte{[]byte(id), dot, []byte(timestamp), dot, body} {
+		mac.Write(p)
+	}
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
 // decodeSig decodes a signature in the given encoding ("hex" or "base64").
 func decodeSig(encoding, s string) ([]byte, error) {
 	var (

@@ -208,18 +208,30 @@ func (c Config) tolerance() time.Duration {
 	return c.Tolerance
 }
 
-// standardKeys turns "whsec_<base64>" secrets into HMAC keys, as the
-// Standard Webhooks libraries do; a secret without the prefix is all base64.
+// standardKeys turns "whsec_<base64>" secrets into HMAC keys (see
+// StandardKey); the error names the secret by its place in the list.
 func standardKeys(secrets [][]byte) ([][]byte, error) {
 	keys := make([][]byte, len(secrets))
 	for i, s := range secrets {
-		enc, _ := strings.CutPrefix(string(s), "whsec_")
-		key, err := base64.StdEncoding.DecodeString(enc)
-		if err != nil || len(key) == 0 {
-			// The decoder's message is left out: it quotes input positions.
-			return nil, fmt.Errorf("%w: secret %d is not whsec_ followed by base64", ErrBadConfig, i+1)
+		key, err := StandardKey(string(s))
+		if err != nil {
+			return nil, fmt.Errorf("%w: secret %d %v", ErrBadConfig, i+1, err)
 		}
 		keys[i] = key
 	}
 	return keys, nil
+}
+
+// StandardKey turns one Standard Webhooks secret, "whsec_<base64>", into
+// its HMAC key, as the Standard Webhooks libraries do: a secret without the
+// prefix is all base64. Signing (sync/notify) and verifying decode it here
+// alike. The error quotes nothing of the secret.
+func StandardKey(secret string) ([]byte, error) {
+	enc, _ := strings.CutPrefix(secret, "whsec_")
+	key, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil || len(key) == 0 {
+		// The decoder's message is left out: it quotes input positions.
+		return nil, errors.New("is not whsec_ followed by base64")
+	}
+	return key, nil
 }
