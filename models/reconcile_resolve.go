@@ -51,6 +51,9 @@ type Resolved struct {
 	// ToDelete are the other objects of a duplicate, left at the provider:
 	// syncdesk does not delete them, a person does.
 	ToDelete []string
+	// Replaced is the object the record's link pointed at before, now
+	// linked to nothing here: said in words, never dropped in silence.
+	Replaced string
 }
 
 // ResolveDiscrepancy applies a person's decision in one transaction. Linking
@@ -76,14 +79,14 @@ func ResolveDiscrepancy(db *gorm.DB, r Resolution) (*Resolved, error) {
 		}
 		note := strings.TrimSpace(r.Reason)
 		if r.Action != ResolvedDismissed {
-			link, err := pointLink(tx, out.Run, d, r)
+			link, replaced, err := pointLink(tx, out.Run, d, r)
 			if err != nil {
 				return err
 			}
-			out.Link = link
+			out.Link, out.Replaced = link, replaced
 			ids := SplitIDs(d.ExternalIDs)
 			out.ToDelete = slices.DeleteFunc(ids, func(id string) bool { return id == r.ExternalID })
-			note = resolutionNote(out.Run.Service, r, out.ToDelete)
+			note = resolutionNote(out.Run.Service, r, out.ToDelete, replaced)
 		}
 		set := map[string]any{"resolution": r.Action, "resolution_note": note, "resolved_by": r.By, "resolved_at": r.Now}
 		if out.Link != nil {
@@ -138,23 +141,42 @@ func resolvable(d *Discrepancy, r Resolution) error {
 	return nil
 }
 
-// pointLink points the record's link for the run's service at the object.
-func pointLink(tx *gorm.DB, run ReconciliationRun, d *Discrepancy, r Resolution) (*Link, error) {
+// pointLink points the record's link for the run's service at the object,
+// and says which object it pointed at before, if another.
+func pointLink(tx *gorm.DB, run ReconciliationRun, d *Discrepancy, r Resolution) (*Link, string, error) {
+	l, err := pointLinkAt(tx, run, r)
+	if err != nil {
+		return nil, "", err
+	}
+	replaced := l.replaced
+	if replaced == r.ExternalID {
+		replaced = ""
+	}
+	return &l.Link, replaced, logResolution(tx, run, d, r, l.ID, l.Attempts+1, replaced)
+}
+
+// pointed is a link as pointLinkAt left it, and the object it pointed at.
+type pointed struct {
+	Link
+	replaced string
+}
+
+func pointLinkAt(tx *gorm.DB, run ReconciliationRun, r Resolution) (pointed, error) {
 	var n int64
 	if err := tx.Model(&Record{}).Where("local_type = ? AND local_id = ?", r.LocalType, r.LocalID).Count(&n).Error; err != nil {
-		return nil, err
+		return pointed{}, err
 	}
 	if n == 0 {
-		return nil, Invalid(fmt.Sprintf("There is no record %s/%s to link the object to.", r.LocalType, r.LocalID))
+		return pointed{}, Invalid(fmt.Sprintf("There is no record %s/%s to link the object to.", r.LocalType, r.LocalID))
 	}
 	var other Link
 	err := tx.Where("external_service = ? AND external_id = ?", run.Service, r.ExternalID).Take(&other).Error
 	switch {
 	case err == nil && (other.LocalType != r.LocalType || other.LocalID != r.LocalID):
-		return nil, Invalid(fmt.Sprintf("%s is already linked to %s/%s (link %d): unlink that one first, or choose another record.",
+		return pointed{}, Invalid(fmt.Sprintf("%s is already linked to %s/%s (link %d): unlink that one first, or choose another record.",
 			r.ExternalID, other.LocalType, other.LocalID, other.ID))
 	case err != nil && !errors.Is(err, gorm.ErrRecordNotFound):
-		return nil, err
+		return pointed{}, err
 	}
 	var l Link
 	err = tx.Where("local_type = ? AND local_id = ? AND external_service = ?", r.LocalType, r.LocalID, run.Service).Take(&l).Error
@@ -164,18 +186,18 @@ func pointLink(tx *gorm.DB, run ReconciliationRun, d *Discrepancy, r Resolution)
 			CreatedAt: r.Now, UpdatedAt: r.Now}
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&l)
 		if res.Error != nil {
-			return nil, res.Error
+			return pointed{}, res.Error
 		}
 		if res.RowsAffected == 0 {
-			return nil, Invalid(fmt.Sprintf("A link of %s/%s to %s was made meanwhile; reload the page and try again.", r.LocalType, r.LocalID, run.Service))
+			return pointed{}, Invalid(fmt.Sprintf("A link of %s/%s to %s was made meanwhile; reload the page and try again.", r.LocalType, r.LocalID, run.Service))
 		}
-		return &l, logResolution(tx, run, d, r, l.ID, 1)
+		return pointed{Link: l}, nil // a new link's attempt is its first
 	}
 	if err != nil {
-		return nil, err
+		return pointed{}, err
 	}
 	if l.Status == StatusProcessing {
-		return nil, Invalid(fmt.Sprintf("Link %d is being sent right now; try again in a moment.", l.ID))
+		return pointed{}, Invalid(fmt.Sprintf("Link %d is being sent right now; try again in a moment.", l.ID))
 	}
 	// A compare-and-set on what was just read: the outbox may claim it
 	// between the read and the write.
@@ -184,19 +206,23 @@ func pointLink(tx *gorm.DB, run ReconciliationRun, d *Discrepancy, r Resolution)
 		"create_payload": "", "pushed_hash": "", "last_error": "", "last_http_code": 0, "error_group": "",
 		"remote_deleted_at": nil, "updated_at": r.Now})
 	if res.Error != nil {
-		return nil, res.Error
+		return pointed{}, res.Error
 	}
 	if res.RowsAffected == 0 {
-		return nil, Invalid(fmt.Sprintf("Link %d changed meanwhile (it is being sent?); reload the page and try again.", l.ID))
+		return pointed{}, Invalid(fmt.Sprintf("Link %d changed meanwhile (it is being sent?); reload the page and try again.", l.ID))
 	}
+	replaced := l.ExternalID
 	if err := tx.Take(&l, l.ID).Error; err != nil {
-		return nil, err
+		return pointed{}, err
 	}
-	return &l, logResolution(tx, run, d, r, l.ID, l.Attempts+1)
+	return pointed{Link: l, replaced: replaced}, nil
 }
 
-func resolutionNote(service string, r Resolution, toDelete []string) string {
+func resolutionNote(service string, r Resolution, toDelete []string, replaced string) string {
 	note := fmt.Sprintf("Linked %s/%s to %s.", r.LocalType, r.LocalID, r.ExternalID)
+	if replaced != "" {
+		note += fmt.Sprintf(" It was linked to %s, which stays at %s linked to nothing here: delete it there if it is a duplicate.", replaced, service)
+	}
 	if len(toDelete) > 0 {
 		note += fmt.Sprintf(" Delete %s at %s: syncdesk does not delete objects, a person does.", strings.Join(toDelete, ", "), service)
 	}
@@ -205,10 +231,13 @@ func resolutionNote(service string, r Resolution, toDelete []string) string {
 
 // logResolution writes the attempt row that says, on the link's timeline,
 // why the link changed without a call.
-func logResolution(tx *gorm.DB, run ReconciliationRun, d *Discrepancy, r Resolution, linkID int64, number int) error {
+func logResolution(tx *gorm.DB, run ReconciliationRun, d *Discrepancy, r Resolution, linkID int64, number int, replaced string) error {
 	op, why := "reconcile.link", "an object not linked here"
 	if r.Action == ResolvedKept {
 		op, why = "reconcile.keep", "the one to keep of "+strings.ReplaceAll(d.ExternalIDs, ",", ", ")
+	}
+	if replaced != "" {
+		why += "; it was linked to " + replaced + " before"
 	}
 	return tx.Create(&Attempt{LinkID: linkID, Number: number, Operation: op, Outcome: OutcomeOK,
 		ExternalID: r.ExternalID, Worker: r.By, CreatedAt: r.Now,

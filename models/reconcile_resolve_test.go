@@ -73,3 +73,38 @@ func TestResolveDiscrepancyTwiceAtOnce(t *testing.T) {
 		require.EqualValues(t, 1, attempts, "the loser left nothing behind")
 	})
 }
+
+// Linking an object to a record whose link already points at another one
+// re-points the link, and says which object it leaves linked to nothing —
+// in the discrepancy's note (the page, the audit entry) and on the link's
+// timeline — rather than dropping it in silence.
+func TestLinkingOverAnotherObjectSaysWhichIsLeft(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+		canonical, hash, err := models.CanonicalPayload([]byte(`{"title":"Order 1"}`))
+		require.NoError(t, err)
+		_, err = models.UpsertRecord(db, "order", "1", canonical, hash, now)
+		require.NoError(t, err)
+		old := models.Link{LocalType: "order", LocalID: "1", ExternalService: "crm", ExternalKey: "site_order_1", ExternalID: "deal_old",
+			Status: models.StatusSuccess, NextAttemptAt: now, IdempotencyKey: "order-1-create", CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, db.Create(&old).Error)
+		r := models.ReconciliationRun{Service: "crm", StartedAt: now, HeartbeatAt: &now}
+		require.NoError(t, models.StartRun(db, &r))
+		require.NoError(t, models.FinishRun(db, r.ID, models.RunCompleted, "", now))
+		require.NoError(t, models.InsertFindings(db, []models.Finding{{RunID: r.ID, Kind: discrepancy.UnlinkedRemote,
+			Status: models.DiscrepancyReported, ExternalIDs: "deal_new", CreatedAt: now}}))
+		ds, err := models.ListDiscrepancies(db, models.DiscrepancyFilter{RunID: r.ID})
+		require.NoError(t, err)
+
+		done, err := models.ResolveDiscrepancy(db, models.Resolution{DiscrepancyID: ds[0].ID, Action: models.ResolvedLinked,
+			LocalType: "order", LocalID: "1", ExternalID: "deal_new", By: "ana@example.com", Now: now})
+		require.NoError(t, err)
+		require.Equal(t, "deal_old", done.Replaced)
+		require.Equal(t, old.ID, done.Link.ID)
+		require.Equal(t, "deal_new", done.Link.ExternalID)
+		require.Contains(t, done.Discrepancy.ResolutionNote, "It was linked to deal_old, which stays at crm linked to nothing here")
+		var a models.Attempt
+		require.NoError(t, db.Where("link_id = ? AND operation = ?", old.ID, "reconcile.link").Take(&a).Error)
+		require.Contains(t, a.RequestExcerpt, "it was linked to deal_old before")
+	})
+}
