@@ -2,7 +2,6 @@ package models
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -44,21 +43,13 @@ func LinkFixes(db *gorm.DB, id int64, service string, from, to time.Time) ([]Lin
 	return out, err
 }
 
-// EventsNaming returns the applied events of provider received between from
-// and to whose payload holds one of the strings names as a JSON string (an
-// object's id or our key), oldest first; it reads at most 200 events.
-func EventsNaming(db *gorm.DB, provider string, names []string, from, to time.Time) ([]ProcessedEvent, error) {
-	var rows []ProcessedEvent
-	err := db.Where("provider = ? AND outcome = ? AND received_at >= ? AND received_at <= ?", provider, EventApplied, from, to).
-		Order("received_at").Limit(200).Find(&rows).Error
+// LinkEvents returns the applied webhook events about link id (the inbox
+// names the link on each event it applies) received between from and to,
+// oldest first, at most 500: one read of an index, not a search of payloads.
+func LinkEvents(db *gorm.DB, id int64, from, to time.Time) ([]ProcessedEvent, error) {
 	var out []ProcessedEvent
-	for _, ev := range rows {
-		for _, n := range names {
-			if n != "" && strings.Contains(ev.Payload, strconv.Quote(n)) {
-				out = append(out, ev)
-				break
-			}
-		}
-	}
+	err := db.Select("provider, event_id, event_type, received_at, outcome, link_id").
+		Where("link_id = ? AND outcome = ? AND received_at >= ? AND received_at <= ?", id, EventApplied, from, to).
+		Order("received_at").Limit(500).Find(&out).Error
 	return out, err
 }

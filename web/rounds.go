@@ -77,18 +77,21 @@ func (s *Server) linkTraces(c echo.Context, l *models.Link, attempts []models.At
 	for _, f := range fixes {
 		traces = append(traces, roundTrace{at: f.StartedAt, why: fixWhy(f)})
 	}
-	for n, k := 0, len(starts)-1; k >= 0 && n < roundsRead; k-- {
+	events, err := models.LinkEvents(db, l.ID, from.Add(-webhookReach), to)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks about link %d: %w", l.ID, err)
+	}
+	for n, k := 0, len(starts)-1; k >= 0 && n < roundsRead && len(events) > 0; k-- {
 		prev, first := attempts[starts[k]-1], attempts[starts[k]]
 		if prev.Outcome != models.OutcomeOK {
 			continue // the object had not changed hands: no webhook pushes a failed link
 		}
 		n++
-		events, err := models.EventsNaming(db, l.ExternalService, []string{prev.ExternalID, l.ExternalID, l.ExternalKey},
-			later(prev.CreatedAt, first.CreatedAt.Add(-webhookReach)), first.CreatedAt)
-		if err != nil {
-			return nil, fmt.Errorf("webhooks about link %d: %w", l.ID, err)
-		}
+		since := later(prev.CreatedAt, first.CreatedAt.Add(-webhookReach))
 		for _, ev := range events {
+			if ev.ReceivedAt.Before(since) || ev.ReceivedAt.After(first.CreatedAt) {
+				continue
+			}
 			traces = append(traces, roundTrace{at: ev.ReceivedAt, why: func(models.Attempt) string {
 				return "pushed again after webhook " + ev.EventType + " (" + ev.EventID + ")"
 			}})
