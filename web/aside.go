@@ -24,14 +24,9 @@ func (s *Server) putAsideLink(c echo.Context) error {
 	}
 	reason := c.FormValue("reason")
 	_, err = models.PutAsideOne(s.requestDB(c), id, currentUser(c).Email, reason, s.clock.Now())
-	var refused *models.InvalidError
-	if errors.As(err, &refused) {
-		s.audit(c, action.LinkPutAside, "link "+c.Param("id"), models.OutcomeDenied, refused.Reason)
-	}
-	if err != nil {
+	if err := s.auditEnd(c, action.LinkPutAside, "link "+c.Param("id"), err, strings.TrimSpace(reason)); err != nil {
 		return err
 	}
-	s.audit(c, action.LinkPutAside, "link "+c.Param("id"), models.OutcomeSuccess, strings.TrimSpace(reason))
 	s.recountFailed(c, "putting a link aside")
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-put-aside")
 }
@@ -47,14 +42,9 @@ func (s *Server) bringBackLink(c echo.Context) error {
 		return err
 	}
 	_, err = models.BringBackOne(s.requestDB(c), id)
-	var refused *models.InvalidError
-	if errors.As(err, &refused) {
-		s.audit(c, action.LinkBringBack, "link "+c.Param("id"), models.OutcomeDenied, refused.Reason)
-	}
-	if err != nil {
+	if err := s.auditEnd(c, action.LinkBringBack, "link "+c.Param("id"), err, "put aside by "+l.PutAsideBy+": "+l.PutAsideReason); err != nil {
 		return err
 	}
-	s.audit(c, action.LinkBringBack, "link "+c.Param("id"), models.OutcomeSuccess, "put aside by "+l.PutAsideBy+": "+l.PutAsideReason)
 	s.recountFailed(c, "bringing a link back")
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-brought-back")
 }

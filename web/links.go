@@ -306,14 +306,9 @@ func (s *Server) failLink(c echo.Context) error {
 	// The button shows only on links waiting to be sent; MarkFailed refuses
 	// any other, in words, for a stale page or a forged post.
 	_, err = s.outbox.MarkFailed(c.Request().Context(), id, currentUser(c).Email, reason)
-	var refused *models.InvalidError
-	if errors.As(err, &refused) {
-		s.audit(c, action.LinkMarkFailed, "link "+c.Param("id"), models.OutcomeDenied, refused.Reason)
-	}
-	if err != nil {
+	if err := s.auditEnd(c, action.LinkMarkFailed, "link "+c.Param("id"), err, reason); err != nil {
 		return err
 	}
-	s.audit(c, action.LinkMarkFailed, "link "+c.Param("id"), models.OutcomeSuccess, reason)
 	s.recountFailed(c, "marking a link failed")
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-failed")
 }

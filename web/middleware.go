@@ -275,3 +275,17 @@ func (s *Server) audit(c echo.Context, action, target, outcome, detail string) {
 		s.log.Error("audit write failed", "action", action, "err", err)
 	}
 }
+
+// auditEnd audits an action as err ended it, and returns err: a refusal
+// in words as denied with its reason, a success with detail. Any other
+// error is the answer's and the request log's, not the audit log's.
+func (s *Server) auditEnd(c echo.Context, action, target string, err error, detail string) error {
+	var refused *models.InvalidError
+	switch {
+	case errors.As(err, &refused):
+		s.audit(c, action, target, models.OutcomeDenied, refused.Reason)
+	case err == nil:
+		s.audit(c, action, target, models.OutcomeSuccess, detail)
+	}
+	return err
+}
