@@ -20,18 +20,8 @@ import (
 func TestResolveDiscrepancyTwiceAtOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-		canonical, hash, err := models.CanonicalPayload([]byte(`{"title":"Order 1"}`))
-		require.NoError(t, err)
-		_, err = models.UpsertRecord(db, "order", "1", canonical, hash, now)
-		require.NoError(t, err)
-		r := models.ReconciliationRun{Service: "crm", StartedAt: now, HeartbeatAt: &now}
-		require.NoError(t, models.StartRun(db, &r))
-		require.NoError(t, models.FinishRun(db, r.ID, models.RunCompleted, "", now))
-		require.NoError(t, models.InsertFindings(db, []models.Finding{{RunID: r.ID, Kind: discrepancy.DuplicateRemote,
-			Status: models.DiscrepancyReported, LocalType: "order", LocalID: "1", ExternalKey: "site_order_1",
-			ExternalIDs: "deal_a,deal_b", CreatedAt: now}}))
-		ds, err := models.ListDiscrepancies(db, models.DiscrepancyFilter{RunID: r.ID})
-		require.NoError(t, err)
+		ds := waitingForAPerson(t, db, now, models.Finding{Kind: discrepancy.DuplicateRemote,
+			LocalType: "order", LocalID: "1", ExternalKey: "site_order_1", ExternalIDs: "deal_a,deal_b"})
 
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
@@ -81,20 +71,10 @@ func TestResolveDiscrepancyTwiceAtOnce(t *testing.T) {
 func TestLinkingOverAnotherObjectSaysWhichIsLeft(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-		canonical, hash, err := models.CanonicalPayload([]byte(`{"title":"Order 1"}`))
-		require.NoError(t, err)
-		_, err = models.UpsertRecord(db, "order", "1", canonical, hash, now)
-		require.NoError(t, err)
+		ds := waitingForAPerson(t, db, now, models.Finding{Kind: discrepancy.UnlinkedRemote, ExternalIDs: "deal_new"})
 		old := models.Link{LocalType: "order", LocalID: "1", ExternalService: "crm", ExternalKey: "site_order_1", ExternalID: "deal_old",
 			Status: models.StatusSuccess, NextAttemptAt: now, IdempotencyKey: "order-1-create", CreatedAt: now, UpdatedAt: now}
 		require.NoError(t, db.Create(&old).Error)
-		r := models.ReconciliationRun{Service: "crm", StartedAt: now, HeartbeatAt: &now}
-		require.NoError(t, models.StartRun(db, &r))
-		require.NoError(t, models.FinishRun(db, r.ID, models.RunCompleted, "", now))
-		require.NoError(t, models.InsertFindings(db, []models.Finding{{RunID: r.ID, Kind: discrepancy.UnlinkedRemote,
-			Status: models.DiscrepancyReported, ExternalIDs: "deal_new", CreatedAt: now}}))
-		ds, err := models.ListDiscrepancies(db, models.DiscrepancyFilter{RunID: r.ID})
-		require.NoError(t, err)
 
 		done, err := models.ResolveDiscrepancy(db, models.Resolution{DiscrepancyID: ds[0].ID, Action: models.ResolvedLinked,
 			LocalType: "order", LocalID: "1", ExternalID: "deal_new", By: "ana@example.com", Now: now})
@@ -107,4 +87,22 @@ func TestLinkingOverAnotherObjectSaysWhichIsLeft(t *testing.T) {
 		require.NoError(t, db.Where("link_id = ? AND operation = ?", old.ID, "reconcile.link").Take(&a).Error)
 		require.Contains(t, a.RequestExcerpt, "it was linked to deal_old before")
 	})
+}
+
+// waitingForAPerson stores record order/1 and a finished run of crm whose
+// one finding f waits for a person, and returns it as listed.
+func waitingForAPerson(t *testing.T, db *gorm.DB, now time.Time, f models.Finding) []models.Discrepancy {
+	t.Helper()
+	canonical, hash, err := models.CanonicalPayload([]byte(`{"title":"Order 1"}`))
+	require.NoError(t, err)
+	_, err = models.UpsertRecord(db, "order", "1", canonical, hash, now)
+	require.NoError(t, err)
+	r := models.ReconciliationRun{Service: "crm", StartedAt: now, HeartbeatAt: &now}
+	require.NoError(t, models.StartRun(db, &r))
+	require.NoError(t, models.FinishRun(db, r.ID, models.RunCompleted, "", now))
+	f.RunID, f.Status, f.CreatedAt = r.ID, models.DiscrepancyReported, now
+	require.NoError(t, models.InsertFindings(db, []models.Finding{f}))
+	ds, err := models.ListDiscrepancies(db, models.DiscrepancyFilter{RunID: r.ID})
+	require.NoError(t, err)
+	return ds
 }

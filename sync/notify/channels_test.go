@@ -3,14 +3,12 @@ package notify_test
 import (
 	"context"
 	"crypto/x509"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -96,22 +94,7 @@ func TestAMessageIDIsValidForAnyID(t *testing.T) {
 func TestOneEmailChannelSendsConcurrently(t *testing.T) {
 	ms, pool := newMailServer(t, mailOptions{startTLS: true})
 	ch := mailChannel(t, ms, pool, nil)
-	var wg sync.WaitGroup
-	errs := make(chan error, 24)
-	for i := range 24 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m := message()
-			m.ID = fmt.Sprintf("ntf_%d", i)
-			errs <- ch.Send(context.Background(), m)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	sendConcurrently(t, ch, 24)
 	mails, auths := ms.sent()
 	require.Len(t, mails, 24)
 	require.Len(t, auths, 24)

@@ -162,9 +162,21 @@ func TestAnUnreachableReceiverMayBeTriedAgain(t *testing.T) {
 func TestOneWebhookChannelSendsConcurrently(t *testing.T) {
 	rc := verifyingReceiver(t, hookSecret)
 	ch := webhookChannel(t, rc.URL)
+	sendConcurrently(t, ch, 40)
+	ids := map[string]bool{}
+	for _, r := range rc.requests() {
+		ids[r.header.Get("webhook-id")] = true
+	}
+	require.Len(t, ids, 40)
+}
+
+// sendConcurrently sends n notifications, ntf_0 to ntf_n-1, through ch from
+// as many goroutines at once; each must be sent.
+func sendConcurrently(t *testing.T, ch notify.Channel, n int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 40)
-	for i := range 40 {
+	errs := make(chan error, n)
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -178,9 +190,4 @@ func TestOneWebhookChannelSendsConcurrently(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	ids := map[string]bool{}
-	for _, r := range rc.requests() {
-		ids[r.header.Get("webhook-id")] = true
-	}
-	require.Len(t, ids, 40)
 }
