@@ -45,7 +45,9 @@ var ruleCases = []ruleCase{
 		},
 		clear: func(t *testing.T, b *bundle) { b.clock.Advance(16 * time.Minute) }},
 	{name: "stuck queue", rule: StuckQueue, subject: "erp", title: "Links to erp have waited 20 minutes to be sent",
-		cause: func(t *testing.T, b *bundle) { addLinks(t, b.db, "erp", models.StatusRetry, 3, b.clock.Now().Add(-20*time.Minute)) },
+		cause: func(t *testing.T, b *bundle) {
+			addLinks(t, b.db, "erp", models.StatusRetry, 3, b.clock.Now().Add(-20*time.Minute))
+		},
 		clear: func(t *testing.T, b *bundle) {
 			require.NoError(t, b.db.Model(&models.Link{}).Where("1 = 1").Update("status", models.StatusSuccess).Error)
 		}},

@@ -22,10 +22,10 @@ var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 // recorder is a channel that keeps what it was sent; fail decides, per
 // message, what the send answers.
 type recorder struct {
-	mu   sync.Mutex
-	sent []notify.Message
+	mu    sync.Mutex
+	sent  []notify.Message
 	tries int
-	fail func(m notify.Message) error
+	fail  func(m notify.Message) error
 }
 
 func (r *recorder) Send(ctx context.Context, m notify.Message) error {
