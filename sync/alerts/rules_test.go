@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -124,4 +125,37 @@ func TestEachRuleFiresOnceRepeatsAndResolves(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A paused service's links wait on purpose: the service_paused rule says
+// so, the stuck_queue rule does not.
+func TestAPausedServicesLinksAreNoStuckQueue(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{Rules: config.AlertRules{ServicePaused: config.AfterRule{Off: true}}})
+		addLinks(t, db, "crm", models.StatusNew, 2, b.clock.Now().Add(-time.Hour))
+		addLinks(t, db, "erp", models.StatusRetry, 2, b.clock.Now().Add(-time.Hour))
+		addLinks(t, db, "shop", models.StatusNew, 2, b.clock.Now().Add(-5*time.Minute)) // not long enough
+		_, _, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: "ana@example.com", PausedAt: b.clock.Now()})
+		require.NoError(t, err)
+		b.step(t)
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Len(t, open, 1)
+		require.Equal(t, StuckQueue, open[0].Rule)
+		require.Equal(t, "erp", open[0].Subject)
+	})
+}
+
+// A rule turned off tells nobody of its incidents any more: they resolve.
+func TestARuleTurnedOffResolvesItsIncidents(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		openPause(t, b)
+		require.NoError(t, b.a.Deliver(context.Background()))
+		off := New(db, config.Alerts{Rules: config.AlertRules{ServicePaused: config.AfterRule{Off: true}}},
+			map[string]notify.Channel{"rec": b.rec}, b.clock, nil)
+		require.NoError(t, off.Check(context.Background()))
+		require.NoError(t, off.Deliver(context.Background()))
+		require.Equal(t, []notify.State{notify.Opened, notify.Resolved}, b.states())
+	})
 }
