@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/syncdesk/syncdesk/models/action"
 )
 
 // Incident is one alert rule holding for one subject, from its opening
@@ -190,28 +188,18 @@ func IncidentByID(db *gorm.DB, id int64) (Incident, error) {
 	return inc, err
 }
 
-// AcknowledgeIncident records that who has seen incident id and is on it,
-// audited in the same transaction; acknowledged is false when someone
-// had acknowledged it already (their name stays).
-func AcknowledgeIncident(db *gorm.DB, id int64, who, ip string, now time.Time) (acknowledged bool, err error) {
-	err = db.Transaction(func(tx *gorm.DB) error {
-		inc, err := IncidentByID(tx, id)
-		if err != nil {
-			return err
-		}
-		res := tx.Model(&Incident{}).Where("id = ? AND acknowledged_by = ''", id).
-			Updates(map[string]any{"acknowledged_by": who, "acknowledged_at": now.UTC()})
-		if res.Error != nil {
-			return fmt.Errorf("acknowledge incident %d: %w", id, res.Error)
-		}
-		acknowledged = res.RowsAffected == 1
-		if !acknowledged {
-			return nil
-		}
-		return Audit(tx, AuditEntry{At: now, Actor: who, Action: action.IncidentAcknowledge, Target: fmt.Sprintf("incident %d", id),
-			Outcome: OutcomeSuccess, IP: ip, Detail: inc.Title})
-	})
-	return acknowledged, err
+// AcknowledgeIncident records that who has seen the open incident id and
+// is on it, and returns the incident; acknowledged is false when it was
+// acknowledged already (the first name stays) or is over. One conditional
+// UPDATE: of two people clicking at once, one is the incident's.
+func AcknowledgeIncident(db *gorm.DB, id int64, who string, now time.Time) (inc Incident, acknowledged bool, err error) {
+	res := db.Model(&Incident{}).Where("id = ? AND acknowledged_by = '' AND resolved_at IS NULL", id).
+		Updates(map[string]any{"acknowledged_by": who, "acknowledged_at": now.UTC()})
+	if res.Error != nil {
+		return inc, false, fmt.Errorf("acknowledge incident %d: %w", id, res.Error)
+	}
+	inc, err = IncidentByID(db, id)
+	return inc, res.RowsAffected == 1, err
 }
 
 // CountOpenIncidents returns the open incidents by rule.
