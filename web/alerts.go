@@ -29,7 +29,7 @@ func (s *Server) listAlerts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.AlertsView{Channels: len(s.cfg.Alerts.Channels)}
+	v := views.AlertsView{Channels: s.cfg.Alerts.ChannelNames(), Every: s.cfg.Alerts.WithDefaults().Every}
 	if v.Open, err = incidentRows(db, open); err != nil {
 		return err
 	}

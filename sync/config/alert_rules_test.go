@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,4 +53,20 @@ func TestAlertDefaultsFillWhatIsUnsaid(t *testing.T) {
 	empty := Alerts{}.WithDefaults()
 	require.Equal(t, DefaultAlertRules, empty.Rules)
 	require.Equal(t, 30*time.Second, empty.Every)
+}
+
+// README's alerts block shows the defaults, desk_url aside (an example).
+func TestREADMEShowsTheAlertDefaults(t *testing.T) {
+	body, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, block, ok := strings.Cut(string(body), "```yaml\nalerts:")
+	require.True(t, ok, "README has the alerts block")
+	block, _, ok = strings.Cut("alerts:"+block, "```")
+	require.True(t, ok)
+	var cfg Config
+	require.NoError(t, decode(strings.NewReader(block), &cfg), "README shows only keys syncdesk knows")
+	require.Equal(t, DefaultAlertRules, cfg.Alerts.Rules)
+	require.Equal(t, DefaultAlertEvery, cfg.Alerts.Every)
+	require.Equal(t, DefaultAlertRepeat, cfg.Alerts.Repeat)
+	require.Equal(t, Alerts{}.WithDefaults().Rules, cfg.Alerts.WithDefaults().Rules)
 }
