@@ -217,3 +217,13 @@ func CountOpenIncidents(db *gorm.DB) (map[string]int64, error) {
 	}
 	return out, nil
 }
+
+// PruneIncidents deletes the incidents over before a time, with their
+// notifications (ON DELETE CASCADE), by incidents_resolved_idx.
+func PruneIncidents(db *gorm.DB, before time.Time) (int64, error) {
+	res := db.Where("resolved_at < ?", before.UTC()).Delete(&Incident{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("prune incidents: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}

@@ -113,8 +113,14 @@ func (a *Alerts) Check(ctx context.Context) error {
 	for _, f := range found {
 		errs = append(errs, a.open(db, f, now))
 	}
+	if _, err := models.PruneIncidents(db, now.Add(-incidentRetention)); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
+
+// incidentRetention is how long an incident that is over is kept.
+const incidentRetention = 90 * 24 * time.Hour
 
 func (a *Alerts) open(db *gorm.DB, f finding, now time.Time) error {
 	opened, err := models.OpenIncident(db, models.Incident{Rule: f.rule, Subject: f.subject, URL: f.url},

@@ -36,10 +36,23 @@ func backoff(tries int, r float64) time.Duration {
 // writes how each went. Each send has its own time limit: a receiver
 // that hangs costs one try, not the delivery.
 func (a *Alerts) Deliver(ctx context.Context) error {
+	// A full batch may have more behind it: a few more rounds, bounded so
+	// that the task's run ends.
+	for range 10 {
+		n, err := a.deliverBatch(ctx)
+		if err != nil || n < a.batch {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliverBatch claims and sends one batch, and says how many it claimed.
+func (a *Alerts) deliverBatch(ctx context.Context) (int, error) {
 	db := a.db.WithContext(ctx)
 	claimed, err := models.ClaimNotifications(db, a.owner, a.clock.Now(), a.lease, a.batch)
 	if err != nil || len(claimed) == 0 {
-		return err
+		return 0, err
 	}
 	ids := make([]int64, len(claimed))
 	for i, n := range claimed {
@@ -47,7 +60,7 @@ func (a *Alerts) Deliver(ctx context.Context) error {
 	}
 	incidents, err := models.IncidentsByID(db, ids)
 	if err != nil {
-		return err
+		return len(claimed), err
 	}
 	errs := make([]error, len(claimed))
 	var wg sync.WaitGroup
@@ -59,7 +72,7 @@ func (a *Alerts) Deliver(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return len(claimed), errors.Join(errs...)
 }
 
 // deliverOne sends one claimed notification and writes the outcome.

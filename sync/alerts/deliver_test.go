@@ -197,3 +197,56 @@ func TestAReceiverThatHangsHoldsNothing(t *testing.T) {
 		require.Contains(t, n.LastError, "did not answer within 300ms")
 	})
 }
+
+// An instance that claimed a notification and died leaves it to the
+// others once its lease is over; its late outcome is then not written.
+func TestANotificationLeftByADeadInstanceIsSentAfterItsLease(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		openPause(t, b)
+		claimed, err := models.ClaimNotifications(db, "dead-instance", b.clock.Now(), time.Minute, 10)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.NoError(t, b.a.Deliver(context.Background()))
+		require.Empty(t, b.rec.messages(), "not while the claim's lease lasts")
+		b.clock.Advance(time.Minute)
+		require.NoError(t, b.a.Deliver(context.Background()))
+		require.Len(t, b.rec.messages(), 1)
+		ok, err := models.FinishNotification(db, claimed[0].ID, "dead-instance", models.NotificationOutcome{Status: models.NotificationGaveUp})
+		require.NoError(t, err)
+		require.False(t, ok, "the dead instance's claim is no longer the notification's")
+		require.Equal(t, models.NotificationSent, notifications(t, db)[0].Status)
+	})
+}
+
+func TestDeliverSendsMoreThanOneBatch(t *testing.T) {
+	b := setup(t, dbtest.SQLite(t), config.Alerts{})
+	b.a.batch = 2
+	for _, s := range []string{"a", "b", "c", "d", "e"} {
+		_, _, err := models.Pause(b.db, models.ServicePause{Service: s, PausedBy: "ana@example.com", PausedAt: b.clock.Now().Add(-time.Hour)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.a.Check(context.Background()))
+	require.NoError(t, b.a.Deliver(context.Background()))
+	require.Len(t, b.rec.messages(), 5)
+}
+
+func TestIncidentsOverLongAgoArePruned(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		openPause(t, b)
+		_, err := models.Resume(db, "crm")
+		require.NoError(t, err)
+		b.step(t)
+		b.clock.Advance(89 * 24 * time.Hour)
+		b.step(t)
+		var n int64
+		require.NoError(t, db.Model(&models.Incident{}).Count(&n).Error)
+		require.EqualValues(t, 1, n, "kept 90 days")
+		b.clock.Advance(2 * 24 * time.Hour)
+		b.step(t)
+		require.NoError(t, db.Model(&models.Incident{}).Count(&n).Error)
+		require.Zero(t, n)
+		require.Empty(t, notifications(t, db), "with its notifications")
+	})
+}
