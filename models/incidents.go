@@ -74,6 +74,16 @@ type IncidentChange struct {
 func OpenIncident(db *gorm.DB, inc Incident, c IncidentChange) (opened bool, err error) {
 	at := c.At.UTC()
 	err = db.Transaction(func(tx *gorm.DB) error {
+		// A check that read the database before another instance's check
+		// resolved this incident must not open it again at once.
+		var later int64
+		if err := tx.Model(&Incident{}).Where("rule = ? AND subject = ? AND resolved_at > ?", inc.Rule, inc.Subject, at).
+			Count(&later).Error; err != nil {
+			return fmt.Errorf("open incident %s %s: %w", inc.Rule, inc.Subject, err)
+		}
+		if later > 0 {
+			return nil
+		}
 		var ids []int64
 		err := tx.Raw(`INSERT INTO incidents (rule, subject, title, text, url, opened_at, notified_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (rule, subject) WHERE resolved_at IS NULL DO NOTHING RETURNING id`,

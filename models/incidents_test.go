@@ -50,6 +50,7 @@ func TestOneOpenIncidentPerRuleAndSubject(t *testing.T) {
 		ok, err = models.ResolveIncident(db, open[0].ID, models.IncidentChange{State: "resolved", At: now.Add(time.Minute)})
 		require.NoError(t, err)
 		require.False(t, ok, "resolved once")
+		change.At = now.Add(2 * time.Minute)
 		opened, err := models.OpenIncident(db, inc, change)
 		require.NoError(t, err)
 		require.True(t, opened, "a new incident once the last is over")
@@ -102,5 +103,27 @@ func TestSamplesAsOfTheNewestOldEnoughElseTheOldest(t *testing.T) {
 		var n int64
 		require.NoError(t, db.Model(&models.AlertSample{}).Where("subject = 'crm'").Count(&n).Error)
 		require.EqualValues(t, 3, n, "minutes 2, 3 and 4")
+	})
+}
+
+// A check whose reads predate another's resolution does not open the
+// incident again: its finding is older than the resolution.
+func TestAStaleCheckDoesNotReopenAResolvedIncident(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+		inc := models.Incident{Rule: "stuck_queue", Subject: "erp"}
+		opened, err := models.OpenIncident(db, inc, models.IncidentChange{State: "opened", Title: "t", Text: "x", At: now})
+		require.NoError(t, err)
+		require.True(t, opened)
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		_, err = models.ResolveIncident(db, open[0].ID, models.IncidentChange{State: "resolved", At: now.Add(time.Minute)})
+		require.NoError(t, err)
+		opened, err = models.OpenIncident(db, inc, models.IncidentChange{State: "opened", Title: "t", Text: "x", At: now.Add(30 * time.Second)})
+		require.NoError(t, err)
+		require.False(t, opened, "a finding from before the resolution")
+		opened, err = models.OpenIncident(db, inc, models.IncidentChange{State: "opened", Title: "t", Text: "x", At: now.Add(2 * time.Minute)})
+		require.NoError(t, err)
+		require.True(t, opened, "a finding from after it")
 	})
 }

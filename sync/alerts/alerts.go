@@ -106,7 +106,9 @@ func (a *Alerts) Check(ctx context.Context) error {
 		switch {
 		case holds:
 			errs = append(errs, a.repeat(db, inc, f, now))
-		case !unread[inc.Rule]:
+		case !unread[inc.Rule] && !inc.OpenedAt.After(now):
+			// An incident opened after this check began was opened on
+			// fresher reads than this check's (another instance's check).
 			errs = append(errs, a.resolve(db, inc, now))
 		}
 	}

@@ -159,3 +159,24 @@ func TestARuleTurnedOffResolvesItsIncidents(t *testing.T) {
 		require.Equal(t, []notify.State{notify.Opened, notify.Resolved}, b.states())
 	})
 }
+
+// A check that began before another instance's opened an incident does
+// not resolve it on its older reads.
+func TestACheckDoesNotResolveAnIncidentOpenedAfterItBegan(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		opened, err := models.OpenIncident(db, models.Incident{Rule: ServicePaused, Subject: "crm"},
+			models.IncidentChange{State: string(notify.Opened), Title: "crm paused", Text: "x", At: b.clock.Now().Add(time.Second)})
+		require.NoError(t, err)
+		require.True(t, opened)
+		require.NoError(t, b.a.Check(context.Background()))
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Len(t, open, 1, "left to a later check")
+		b.clock.Advance(2 * time.Second)
+		require.NoError(t, b.a.Check(context.Background()))
+		open, err = models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Empty(t, open, "a later check resolves it")
+	})
+}
