@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,5 +250,44 @@ func TestIncidentsOverLongAgoArePruned(t *testing.T) {
 		require.NoError(t, db.Model(&models.Incident{}).Count(&n).Error)
 		require.Zero(t, n)
 		require.Empty(t, notifications(t, db), "with its notifications")
+	})
+}
+
+// A real receiver that is down answers 503: the notification is sent
+// again after its backoff, and once the receiver is back it arrives once.
+func TestAReceiverThatIsDownGetsTheNotificationWhenBack(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		var mu sync.Mutex
+		var got []string
+		down := true
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if down {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			body, _ := io.ReadAll(r.Body)
+			got = append(got, string(body))
+		}))
+		defer srv.Close()
+		b := setup(t, db, config.Alerts{})
+		b.a.channels = map[string]notify.Channel{"rec": postChannel{url: srv.URL}}
+		openPause(t, b)
+		ctx := context.Background()
+		require.NoError(t, b.a.Deliver(ctx))
+		require.Contains(t, notifications(t, db)[0].LastError, "503")
+		mu.Lock()
+		down = false
+		mu.Unlock()
+		require.NoError(t, b.a.Deliver(ctx))
+		require.Empty(t, got, "not before its backoff")
+		b.clock.Advance(5 * time.Second)
+		require.NoError(t, b.a.Deliver(ctx))
+		require.NoError(t, b.a.Deliver(ctx))
+		require.Equal(t, []string{"crm has been paused for 60 minutes"}, got)
+		n := notifications(t, db)[0]
+		require.Equal(t, models.NotificationSent, n.Status)
+		require.Equal(t, 2, n.Tries)
 	})
 }
