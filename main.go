@@ -23,11 +23,13 @@ import (
 	"github.com/syncdesk/syncdesk/migrations"
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dsn"
+	"github.com/syncdesk/syncdesk/sync/alerts"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/inbox"
 	"github.com/syncdesk/syncdesk/sync/logdedup"
+	"github.com/syncdesk/syncdesk/sync/notify"
 	"github.com/syncdesk/syncdesk/sync/outbox"
 	"github.com/syncdesk/syncdesk/sync/ratelimit"
 	"github.com/syncdesk/syncdesk/sync/reconcile"
@@ -289,7 +291,15 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	}
 	// The scheduler goes by the engine's worker id, so that the schedules
 	// page and the attempt log name an instance alike.
-	sched, err := schedule.New(tasks(db, cfg, clk, log, eng, rc, rec),
+	channels, err := notify.FromConfig(cfg.Alerts, notify.WithClock(clk))
+	if err != nil {
+		return nil, err
+	}
+	alertRuns, err := alertTasks(db, cfg.Alerts, clk, log, reg, channels)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := schedule.New(append(tasks(db, cfg, clk, log, eng, rc, rec), alertRuns...),
 		schedule.Options{DB: db, Clock: clk, Instance: eng.WorkerID(), Log: log, Redactor: r})
 	if err != nil {
 		return nil, err
@@ -425,6 +435,21 @@ func tasks(db *gorm.DB, cfg config.Config, clk *clock.Anchored, log *slog.Logger
 			return err
 		}},
 	}
+}
+
+// alertTasks checks the alert rules once per period across the instances,
+// and delivers the notifications on every instance (each claimed by one),
+// to channels by name.
+func alertTasks(db *gorm.DB, cfg config.Alerts, clk clock.Clock, log *slog.Logger, reg prometheus.Registerer,
+	channels map[string]notify.Channel) ([]schedule.Task, error) {
+	a := alerts.New(db, cfg, channels, clk, log)
+	if err := a.RegisterMetrics(reg); err != nil {
+		return nil, err
+	}
+	return []schedule.Task{
+		{Name: "check-alerts", Every: cfg.WithDefaults().Every, Run: a.Check},
+		{Name: "deliver-alerts", Every: 5 * time.Second, EveryInstance: true, Run: a.Deliver},
+	}, nil
 }
 
 // newLogger is the process log: every line goes through the redactor, and a

@@ -24,6 +24,7 @@ type ScheduledTask struct {
 	LastDoneAt    *time.Time
 	LastError     string
 	Runs          int64
+	Failures      int // failed runs since the last success (the task_failing alert)
 }
 
 // TableName is the scheduled_tasks table.
@@ -125,10 +126,14 @@ type TaskRun struct {
 // FinishTask records a run's outcome and frees the task, if the claim is
 // still the task's; false when it is not (its lease ran out mid-run).
 func FinishTask(db *gorm.DB, name, token string, r TaskRun) (bool, error) {
+	failures := gorm.Expr("0")
+	if r.Error != "" {
+		failures = gorm.Expr("failures + 1")
+	}
 	res := db.Model(&ScheduledTask{}).Where("name = ? AND run_token = ?", name, token).Updates(map[string]any{
 		"run_token": "", "running_on": "", "running_since": nil, "running_until": nil,
 		"last_instance": r.Instance, "last_started_at": r.Started.UTC(), "last_done_at": r.Done.UTC(),
-		"last_error": r.Error, "runs": gorm.Expr("runs + 1"),
+		"last_error": r.Error, "runs": gorm.Expr("runs + 1"), "failures": failures,
 	})
 	if res.Error != nil {
 		return false, fmt.Errorf("finish task %s: %w", name, res.Error)

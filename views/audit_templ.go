@@ -457,6 +457,8 @@ var actionLabels = map[string]string{
 	action.ReconcileResolve: "Resolved a reconciliation finding",
 	action.ReconcileApply:   "Applied a dry run's fixes",
 	action.RecordCheck:      "Checked a record at the providers",
+	// h-alerts (issue 16)
+	action.IncidentAcknowledge: "Acknowledged an incident",
 }
 
 var _ = templruntime.GeneratedTemplate

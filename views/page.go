@@ -68,6 +68,7 @@ var Nav = []NavEntry{
 	{Path: "/events", Label: "Webhooks"},
 	{Path: "/services", Label: "Services"},
 	{Path: "/reconcile", Label: "Reconciliation"},
+	{Path: "/alerts", Label: "Alerts"},
 	{Path: "/schedules", Label: "Schedules", AdminOnly: true},
 	{Path: "/audit", Label: "Audit log"},
 	{Path: "/users", Label: "Users", AdminOnly: true},

@@ -445,6 +445,8 @@ var taskOrder = []struct{ name, label string }{
 	{"rescue-expired-leases", "Returns links whose worker stopped answering"},
 	{"measure-clock", "Reads the database's clock, the one every instance keeps to"},
 	{"reconcile", "Compares each service with our links"},
+	{"check-alerts", "Checks the alert rules; opens and closes incidents"},
+	{"deliver-alerts", "Sends the incidents' notifications to the alert channels"},
 	{"refresh-stats", "Recounts the numbers on the overview, the Failed page and Services"},
 	{"prune-attempts", "Deletes old entries from the attempt log"},
 	{"prune-events", "Deletes old webhook events"},
@@ -541,7 +543,7 @@ func ranOn(name, this, rest string) templ.Component {
 		var templ_7745c5c3_Var16 string
 		templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs("on ")
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedules.templ`, Line: 264, Col: 8}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedules.templ`, Line: 266, Col: 8}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 		if templ_7745c5c3_Err != nil {
@@ -554,7 +556,7 @@ func ranOn(name, this, rest string) templ.Component {
 		var templ_7745c5c3_Var17 string
 		templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(cmp.Or(name, "an unnamed instance"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedules.templ`, Line: 264, Col: 68}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedules.templ`, Line: 266, Col: 68}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 		if templ_7745c5c3_Err != nil {
@@ -567,7 +569,7 @@ func ranOn(name, this, rest string) templ.Component {
 		var templ_7745c5c3_Var18 string
 		templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(thisInstance(name, this) + rest)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedules.templ`, Line: 264, Col: 110}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedules.templ`, Line: 266, Col: 110}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 		if templ_7745c5c3_Err != nil {

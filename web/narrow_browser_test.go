@@ -110,6 +110,7 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 	var ev models.ProcessedEvent
 	require.NoError(t, d.db.Order("received_at DESC").First(&ev).Error)
 	group := d.failed.ErrorGroup
+	seedIncidents(t, d.db, now)
 
 	pages := []page{
 		{name: "overview", path: "/"},
@@ -133,6 +134,7 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 		{name: "reconcile-report", path: fmt.Sprintf("/reconcile/%d", report)},
 		{name: "schedules", path: "/schedules"},
 		{name: "services", path: "/services"},
+		{name: "alerts", path: "/alerts"},
 		{name: "not-found", path: "/links/999999999"},
 	}
 	ctx := browsertest.New(t)

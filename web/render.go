@@ -65,6 +65,10 @@ type flash struct {
 // flashes are the confirmations a redirect can ask for with ?done=KEY. Only
 // these fixed texts can appear, so a crafted URL cannot put words on a page.
 var flashes = map[string]flash{
+	// h-alerts (issue 16): acknowledging an incident.
+	"incident-acknowledged":         {"You are down as on it; the others see your name on the incident.", false},
+	"incident-already-acknowledged": {"Someone acknowledged that incident already, or it is over; nothing changed.", true},
+
 	"service-paused":         {"Sending is paused. Links to the service wait in the queue; nothing is lost.", true},
 	"service-already-paused": {"That service was already paused; its first pause stands.", true},
 	"service-resumed":        {"Sending is resumed. Waiting links go out within a few seconds.", false},

@@ -61,6 +61,8 @@ func (s *Server) routes() error {
 	pages.GET("/services", s.listServices)
 	pages.POST("/services/:name/pause", s.pauseService, operator)
 	pages.POST("/services/:name/resume", s.resumeService, operator)
+	pages.GET("/alerts", s.listAlerts)
+	pages.POST("/alerts/:id/acknowledge", s.acknowledgeIncident, operator)
 	pages.GET("/reconcile", s.listRuns)
 	pages.POST("/reconcile/start", s.startRun, operator)
 	pages.GET("/reconcile/:id", s.showRun)

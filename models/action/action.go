@@ -38,4 +38,7 @@ const (
 	ReconcileResolve = "reconcile.resolve"
 	ReconcileApply   = "reconcile.apply"
 	RecordCheck      = "record.check"
+
+	// Issue 16, h-alerts: an operator says they are on an incident.
+	IncidentAcknowledge = "incident.acknowledge"
 )

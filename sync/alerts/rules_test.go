@@ -1,0 +1,182 @@
+package alerts
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/notify"
+)
+
+type ruleCase struct {
+	name, rule, subject, title string
+	cause, clear               func(t *testing.T, b *bundle)
+}
+
+var ruleCases = []ruleCase{
+	{name: "service paused by hand", rule: ServicePaused, subject: "crm", title: "crm has been paused for 11 minutes",
+		cause: func(t *testing.T, b *bundle) {
+			_, _, err := models.Pause(b.db, models.ServicePause{Service: "crm", PausedBy: "ana@example.com", PausedAt: b.clock.Now(), Reason: "maintenance"})
+			require.NoError(t, err)
+			b.clock.Advance(11 * time.Minute)
+		},
+		clear: func(t *testing.T, b *bundle) {
+			_, err := models.Resume(b.db, "crm")
+			require.NoError(t, err)
+		}},
+	{name: "failed links over the limit", rule: FailedLinks, subject: "crm", title: "crm has 60 failed links",
+		cause: func(t *testing.T, b *bundle) {
+			addLinks(t, b.db, "crm", models.StatusFailed, 60, b.clock.Now())
+			require.NoError(t, models.RefreshLinkCounts(b.db, b.clock.Now()))
+		},
+		clear: func(t *testing.T, b *bundle) {
+			require.NoError(t, b.db.Model(&models.Link{}).Where("status = 'failed'").Update("status", models.StatusSuccess).Error)
+			require.NoError(t, models.RefreshLinkCounts(b.db, b.clock.Now()))
+		}},
+	{name: "failed links rising", rule: FailedLinks, subject: "crm", title: "Failed links of crm rose by 25 in 15 minutes",
+		cause: func(t *testing.T, b *bundle) {
+			addLinks(t, b.db, "crm", models.StatusFailed, 25, b.clock.Now())
+			require.NoError(t, models.RefreshLinkCounts(b.db, b.clock.Now()))
+		},
+		clear: func(t *testing.T, b *bundle) { b.clock.Advance(16 * time.Minute) }},
+	{name: "stuck queue", rule: StuckQueue, subject: "erp", title: "Links to erp have waited 20 minutes to be sent",
+		cause: func(t *testing.T, b *bundle) {
+			addLinks(t, b.db, "erp", models.StatusRetry, 3, b.clock.Now().Add(-20*time.Minute))
+		},
+		clear: func(t *testing.T, b *bundle) {
+			require.NoError(t, b.db.Model(&models.Link{}).Where("1 = 1").Update("status", models.StatusSuccess).Error)
+		}},
+	{name: "webhooks refused", rule: RefusedWebhooks, subject: "stripe", title: "15 webhooks from stripe refused in 1 minute",
+		cause: func(t *testing.T, b *bundle) {
+			require.NoError(t, models.RecordRefusals(b.db, "stripe", models.RefusedSignature, 12, b.clock.Now(), "no secret matches"))
+			require.NoError(t, models.RecordRefusals(b.db, "stripe", models.RefusedTimestamp, 3, b.clock.Now(), "too old"))
+			require.NoError(t, models.RecordRefusals(b.db, "stripe", models.RefusedShape, 50, b.clock.Now(), "not JSON"))
+		},
+		clear: func(t *testing.T, b *bundle) { b.clock.Advance(10 * time.Minute) }},
+	{name: "reconciliation waiting for a person", rule: ReconcileWaiting, subject: "crm", title: "has 1 findings for a person",
+		cause: func(t *testing.T, b *bundle) {
+			run := models.ReconciliationRun{Service: "crm", Status: models.RunCompleted, TriggeredBy: "schedule", StartedAt: b.clock.Now()}
+			require.NoError(t, b.db.Create(&run).Error)
+			d := models.Discrepancy{RunID: run.ID, Kind: "duplicate_remote", Status: models.DiscrepancyReported, LocalType: "order", LocalID: "1", CreatedAt: b.clock.Now()}
+			require.NoError(t, b.db.Create(&d).Error)
+		},
+		clear: func(t *testing.T, b *bundle) {
+			require.NoError(t, b.db.Model(&models.Discrepancy{}).Where("1 = 1").Update("resolution", "dismissed").Error)
+		}},
+	{name: "task failing", rule: TaskFailing, subject: "prune-events", title: "The scheduled task prune-events failed 3 times in a row",
+		cause: func(t *testing.T, b *bundle) {
+			require.NoError(t, models.RegisterTask(b.db, "prune-events", b.clock.Now(), b.clock.Now()))
+			for range 3 {
+				finishTask(t, b.db, "prune-events", "database is locked", b.clock.Now())
+			}
+		},
+		clear: func(t *testing.T, b *bundle) { finishTask(t, b.db, "prune-events", "", b.clock.Now()) }},
+}
+
+// Each rule opens one incident when its condition holds, sends it once,
+// again once per repeat interval while it holds, and "resolved" after.
+func TestEachRuleFiresOnceRepeatsAndResolves(t *testing.T) {
+	for _, tc := range ruleCases {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				b := setup(t, db, config.Alerts{Repeat: 2 * time.Minute, DeskURL: "https://desk.example.com"})
+				b.step(t) // the samples the rising rules compare with
+				require.Empty(t, b.states(), "nothing is wrong yet")
+				b.clock.Advance(time.Minute)
+				tc.cause(t, b)
+				b.step(t)
+				b.step(t)
+				open, err := models.OpenIncidents(db)
+				require.NoError(t, err)
+				require.Len(t, open, 1, "one incident")
+				require.Equal(t, tc.rule, open[0].Rule)
+				require.Equal(t, tc.subject, open[0].Subject)
+				require.Equal(t, []notify.State{notify.Opened}, b.states())
+				m := b.rec.messages()[0]
+				require.Contains(t, m.Title, tc.title)
+				require.NotEmpty(t, m.Text)
+				require.Contains(t, m.URL, "https://desk.example.com/")
+				require.Equal(t, open[0].ID, m.Incident)
+
+				b.clock.Advance(time.Minute)
+				b.step(t)
+				require.Equal(t, []notify.State{notify.Opened}, b.states(), "not again before the repeat interval")
+				b.clock.Advance(time.Minute)
+				b.step(t)
+				b.step(t)
+				require.Equal(t, []notify.State{notify.Opened, notify.Repeated}, b.states(), "once per repeat interval")
+
+				tc.clear(t, b)
+				b.step(t)
+				b.step(t)
+				require.Equal(t, []notify.State{notify.Opened, notify.Repeated, notify.Resolved}, b.states())
+				open, err = models.OpenIncidents(db)
+				require.NoError(t, err)
+				require.Empty(t, open)
+				msgs := b.rec.messages()
+				require.Equal(t, msgs[0].Incident, msgs[2].Incident)
+				require.NotEqual(t, msgs[0].ID, msgs[1].ID, "each notification its own id")
+			})
+		})
+	}
+}
+
+// A paused service's links wait on purpose: the service_paused rule says
+// so, the stuck_queue rule does not.
+func TestAPausedServicesLinksAreNoStuckQueue(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{Rules: config.AlertRules{ServicePaused: config.AfterRule{Off: true}}})
+		addLinks(t, db, "crm", models.StatusNew, 2, b.clock.Now().Add(-time.Hour))
+		addLinks(t, db, "erp", models.StatusRetry, 2, b.clock.Now().Add(-time.Hour))
+		addLinks(t, db, "shop", models.StatusNew, 2, b.clock.Now().Add(-5*time.Minute)) // not long enough
+		_, _, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: "ana@example.com", PausedAt: b.clock.Now()})
+		require.NoError(t, err)
+		b.step(t)
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Len(t, open, 1)
+		require.Equal(t, StuckQueue, open[0].Rule)
+		require.Equal(t, "erp", open[0].Subject)
+	})
+}
+
+// A rule turned off tells nobody of its incidents any more: they resolve.
+func TestARuleTurnedOffResolvesItsIncidents(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		openPause(t, b)
+		require.NoError(t, b.a.Deliver(context.Background()))
+		off := New(db, config.Alerts{Rules: config.AlertRules{ServicePaused: config.AfterRule{Off: true}}},
+			map[string]notify.Channel{"rec": b.rec}, b.clock, nil)
+		require.NoError(t, off.Check(context.Background()))
+		require.NoError(t, off.Deliver(context.Background()))
+		require.Equal(t, []notify.State{notify.Opened, notify.Resolved}, b.states())
+	})
+}
+
+// A check that began before another instance's opened an incident does
+// not resolve it on its older reads.
+func TestACheckDoesNotResolveAnIncidentOpenedAfterItBegan(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		opened, err := models.OpenIncident(db, models.Incident{Rule: ServicePaused, Subject: "crm"},
+			models.IncidentChange{State: string(notify.Opened), Title: "crm paused", Text: "x", At: b.clock.Now().Add(time.Second)})
+		require.NoError(t, err)
+		require.True(t, opened)
+		require.NoError(t, b.a.Check(context.Background()))
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Len(t, open, 1, "left to a later check")
+		b.clock.Advance(2 * time.Second)
+		require.NoError(t, b.a.Check(context.Background()))
+		open, err = models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Empty(t, open, "a later check resolves it")
+	})
+}
