@@ -54,18 +54,21 @@ func Live(p Page, on bool) templ.Component {
 		if err := children.Render(ctx, &buf); err != nil {
 			return err
 		}
-		// The paused banner sits outside the region, under the header, but
-		// a pause is news too: its version covers the banner, and a poll's
-		// answer carries it to be swapped out of band.
-		var banner bytes.Buffer
-		if err := pausedBanner(p).Render(ctx, &banner); err != nil {
-			return err
+		// The paused banner and the open alerts' count sit outside the
+		// region, in the page's frame, but they are news too: the version
+		// covers them, and a poll's answer carries them to be swapped out of
+		// band.
+		var frame bytes.Buffer
+		for _, part := range framed(p) {
+			frame.WriteString(`<` + part.tag + ` id="` + part.id + `" hx-swap-oob="true">`)
+			if err := part.c.Render(ctx, &frame); err != nil {
+				return err
+			}
+			frame.WriteString(`</` + part.tag + `>`)
 		}
-		version := liveVersion(buf.Bytes(), banner.Bytes())
+		version := liveVersion(buf.Bytes(), frame.Bytes())
 		if f, ok := ctx.Value(liveKey{}).(*LiveFragment); ok {
-			buf.WriteString(`<div id="` + PausedSlotID + `" hx-swap-oob="true">`)
-			buf.Write(banner.Bytes())
-			buf.WriteString(`</div>`)
+			buf.Write(frame.Bytes())
 			f.HTML, f.Version, f.Found = buf.Bytes(), version, true
 			return nil
 		}
@@ -82,9 +85,24 @@ func Live(p Page, on bool) templ.Component {
 	})
 }
 
-// PausedSlotID is the element that holds the paused banner on every
-// signed-in page, empty when nothing is paused: a poll's place to swap it.
-const PausedSlotID = "paused-slot"
+// PausedSlotID and AlertsCountID are the elements of every signed-in
+// page's frame that hold the paused banner and the open alerts' count,
+// empty when there are none: a poll's places to swap them.
+const (
+	PausedSlotID  = "paused-slot"
+	AlertsCountID = "alerts-count"
+)
+
+// framePart is a part of the page's frame a poll keeps true: the element
+// (tag and id) the layout holds it in, and its content.
+type framePart struct {
+	tag, id string
+	c       templ.Component
+}
+
+func framed(p Page) []framePart {
+	return []framePart{{"div", PausedSlotID, pausedBanner(p)}, {"span", AlertsCountID, alertsCount(p)}}
+}
 
 func liveVersion(parts ...[]byte) string {
 	h := fnv.New64a()

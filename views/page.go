@@ -38,6 +38,9 @@ type Page struct {
 	Version   string
 	// Paused lists the services whose sending is paused, shown loudly on every page.
 	Paused []PausedService
+	// OpenIncidents is how many alerts are open, counted beside Alerts in
+	// the navigation.
+	OpenIncidents int64
 	// URL is the page's own address, without a flash's parameters: what its
 	// live region polls.
 	URL string

@@ -224,3 +224,41 @@ func TestBrowserAPauseShowsOnAnOpenPage(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, same, "no reload")
 }
+
+// The open alerts' count beside Alerts keeps up too: an incident opened by
+// a check (on any instance) shows on a page left open, and goes when the
+// incident is over.
+func TestBrowserTheOpenAlertsCountKeepsUp(t *testing.T) {
+	browsertest.Parallel(t)
+	b := setupSQLite(t)
+	b.user("vera@example.com", models.RoleViewer)
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, b.srv.URL, "vera@example.com")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+"/links"), chromedp.WaitVisible(`#live`)))
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameDocument = true`))
+	require.NoError(t, err)
+	count := `document.querySelector('[data-testid="nav-alerts-count"]')`
+	require.True(t, waitTrue(ctx, time.Second, count+` === null`), "no count while nothing is open")
+
+	change := models.IncidentChange{State: "opened", Title: "crm has been paused for 11 minutes", Text: "Resume it.", At: b.clock.Now()}
+	for _, subject := range []string{"crm", "erp"} {
+		opened, err := models.OpenIncident(b.db, models.Incident{Rule: "service_paused", Subject: subject, URL: "/services"}, change)
+		require.NoError(t, err)
+		require.True(t, opened)
+	}
+	require.True(t, waitTrue(ctx, 15*time.Second, count+` !== null && `+count+`.textContent.trim().startsWith('2')`),
+		"the count shows within 15 s")
+	require.Contains(t, textOf(t, ctx, testid("nav-alerts-count")), "2 alerts open", "said in words for a screen reader")
+	browsertest.Screenshot(ctx, t, "nav-alerts-count")
+
+	open, err := models.OpenIncidents(b.db)
+	require.NoError(t, err)
+	for _, inc := range open {
+		_, err := models.ResolveIncident(b.db, inc.ID, models.IncidentChange{State: "resolved", At: b.clock.Now()})
+		require.NoError(t, err)
+	}
+	require.True(t, waitTrue(ctx, 15*time.Second, count+` === null`), "the count goes when the incidents are over")
+	same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameDocument === true`))
+	require.NoError(t, err)
+	require.True(t, same, "no reload")
+}

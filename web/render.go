@@ -8,6 +8,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/views"
 )
 
@@ -36,8 +37,23 @@ func (s *Server) page(c echo.Context, title, active string) views.Page {
 	p.Flash, p.FlashWarn = flashFor(c)
 	if p.Viewer.Email != "" {
 		p.Paused = s.pausedServices(c)
+		p.OpenIncidents = s.openIncidents(c)
 	}
 	return p
+}
+
+// openIncidents counts the open alerts for the navigation; a failed read
+// shows none rather than fail the page (the request log has it).
+func (s *Server) openIncidents(c echo.Context) int64 {
+	byRule, err := models.CountOpenIncidents(s.requestDB(c))
+	if err != nil {
+		s.log.Warn("count open alerts for the navigation", "err", err)
+	}
+	var n int64
+	for _, k := range byRule {
+		n += k
+	}
+	return n
 }
 
 // pausedServices lists the paused services for the banner, from the
