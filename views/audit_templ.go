@@ -457,6 +457,8 @@ var actionLabels = map[string]string{
 	action.ReconcileResolve: "Resolved a reconciliation finding",
 	action.ReconcileApply:   "Applied a dry run's fixes",
 	action.RecordCheck:      "Checked a record at the providers",
+	// h-bulk (issue 17)
+	action.RecordBulkUpsert: "Records sent by the API in a batch",
 }
 
 var _ = templruntime.GeneratedTemplate

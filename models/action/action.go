@@ -38,4 +38,7 @@ const (
 	ReconcileResolve = "reconcile.resolve"
 	ReconcileApply   = "reconcile.apply"
 	RecordCheck      = "record.check"
+
+	// Issue 17, h-bulk: a batch of records from the API, audited once.
+	RecordBulkUpsert = "record.bulk_upsert"
 )
