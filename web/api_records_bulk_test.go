@@ -235,3 +235,65 @@ func TestRecordsAPIBulkConcurrentBatches(t *testing.T) {
 		}
 	})
 }
+
+// The issue's acceptance: 10,000 records in 10 batches, 1% of them invalid
+// (a bad id, an oversize payload, a payload that is not an object): exactly
+// the valid ones are stored and queued, each invalid one is refused with
+// its reason, and sending every batch again queues nothing.
+func TestRecordsAPIBulkTenThousandRecordsOnePercentInvalid(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		a := b.api()
+		oversize := `{"x":"` + strings.Repeat("a", models.MaxPayload) + `"}`
+		var bodies []string
+		valid := 0
+		wantRefused := map[string]string{}
+		for n := range 10 {
+			recs := make([]string, 1000)
+			for i := range recs {
+				k := n*1000 + i
+				switch {
+				case k%300 == 7:
+					recs[i] = fmt.Sprintf(`{"type":"order","id":"bad id %d","payload":{}}`, k)
+					wantRefused[fmt.Sprintf("bad id %d", k)] = "the id must be 1 to 128 characters"
+				case k%300 == 107:
+					recs[i] = fmt.Sprintf(`{"type":"order","id":"%d","payload":%s}`, k, oversize)
+					wantRefused[fmt.Sprint(k)] = "the limit is 262144"
+				case k%300 == 207:
+					recs[i] = fmt.Sprintf(`{"type":"order","id":"%d","payload":[%d]}`, k, k)
+					wantRefused[fmt.Sprint(k)] = "the payload must be a JSON object"
+				default:
+					recs[i] = fmt.Sprintf(`{"type":"order","id":"%d","payload":{"title":"Order %d"}}`, k, k)
+					valid++
+				}
+			}
+			bodies = append(bodies, "["+strings.Join(recs, ",")+"]")
+		}
+		require.InDelta(t, 100, len(wantRefused), 1, "1%% invalid")
+		send := func(wantChanged bool) {
+			for n, body := range bodies {
+				code, out := a.postBatch("application/json", body)
+				require.Equal(t, http.StatusOK, code, "batch %d: %s", n, out.Error)
+				for _, r := range out.Results {
+					if want, bad := wantRefused[r.ID]; bad {
+						require.Equal(t, "refused", r.Result, r.ID)
+						require.Contains(t, r.Reason, want, r.ID)
+					} else {
+						require.Equal(t, map[bool]string{true: "changed", false: "unchanged"}[wantChanged], r.Result, r.ID)
+					}
+				}
+			}
+		}
+		send(true)
+		require.EqualValues(t, valid, b.count(&models.Record{}), "exactly the valid records are stored")
+		var queued int64
+		require.NoError(t, db.Model(&models.Link{}).Where("status = ?", models.StatusNew).Count(&queued).Error)
+		require.EqualValues(t, valid, queued, "and queued")
+		require.NoError(t, db.Model(&models.Link{}).Where("1 = 1").Update("status", models.StatusSuccess).Error)
+
+		send(false)
+		require.NoError(t, db.Model(&models.Link{}).Where("status <> ?", models.StatusSuccess).Count(&queued).Error)
+		require.Zero(t, queued, "every batch again queues nothing")
+	})
+}
