@@ -57,29 +57,15 @@ type Applied struct {
 // on; a database error rolls the whole batch back and is returned, so a batch
 // is never half written. The same batch again changes nothing.
 //
-// It costs two statements inside the transaction, whatever the batch's size:
-// a multi-row upsert of the records that returns the keys that changed, and a
-// multi-row upsert of those records' links (none when nothing changed; one
-// more per 1,000 links beyond the first 1,000).
+// It costs two statements inside the transaction when the changed records
+// have up to 1,000 links between them: a multi-row upsert of the records that
+// returns the keys that changed, and a multi-row upsert of those records'
+// links (none when nothing changed; one statement per 1,000 links).
 func (e *Engine) UpsertBatch(ctx context.Context, batch []Incoming) ([]Applied, error) {
 	if len(batch) > MaxBatch {
 		return nil, models.Invalid(fmt.Sprintf("a batch holds at most %d records; this one holds %d", MaxBatch, len(batch)))
 	}
-	out := make([]Applied, len(batch))
-	at := make(map[models.RecordKey]int, len(batch)) // key → its place in the batch
-	writes := make([]models.RecordWrite, 0, len(batch))
-	for i, in := range batch {
-		w, err := e.prepare(in)
-		if first, seen := at[w.RecordKey]; err == nil && seen {
-			err = models.Invalid(fmt.Sprintf("the same type and id came earlier in this batch, as record %d", first+1))
-		}
-		if err != nil {
-			out[i].Refused = err
-			continue
-		}
-		at[w.RecordKey] = i
-		writes = append(writes, w)
-	}
+	out, at, writes := e.sift(batch)
 	if len(writes) == 0 {
 		return out, nil
 	}
@@ -108,6 +94,27 @@ func (e *Engine) UpsertBatch(ctx context.Context, batch []Incoming) ([]Applied, 
 		e.poke()
 	}
 	return out, nil
+}
+
+// sift refuses the records of a batch that cannot be taken and prepares the
+// others' writes; at says where each key taken is in the batch.
+func (e *Engine) sift(batch []Incoming) (out []Applied, at map[models.RecordKey]int, writes []models.RecordWrite) {
+	out = make([]Applied, len(batch))
+	at = make(map[models.RecordKey]int, len(batch))
+	writes = make([]models.RecordWrite, 0, len(batch))
+	for i, in := range batch {
+		w, err := e.prepare(in)
+		if first, seen := at[w.RecordKey]; err == nil && seen {
+			err = models.Invalid(fmt.Sprintf("the same type and id came earlier in this batch, as record %d", first+1))
+		}
+		if err != nil {
+			out[i].Refused = err
+			continue
+		}
+		at[w.RecordKey] = i
+		writes = append(writes, w)
+	}
+	return out, at, writes
 }
 
 // prepare checks one incoming record and canonicalises its payload.
