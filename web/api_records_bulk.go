@@ -146,7 +146,11 @@ func splitArray(body []byte) ([]json.RawMessage, error) {
 	switch {
 	case errors.As(err, &syntax):
 		line, col := position(body, syntax.Offset)
-		return nil, errBadRequest(fmt.Sprintf("the body is not valid JSON at line %d, column %d: %s", line, col, syntax.Error()))
+		msg := fmt.Sprintf("the body is not valid JSON at line %d, column %d: %s", line, col, syntax.Error())
+		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+			msg += "; one record per line is sent with Content-Type " + contentNDJSON
+		}
+		return nil, errBadRequest(msg)
 	case err != nil:
 		return nil, errBadRequest("the body must be a JSON array of records, or one record per line with Content-Type " + contentNDJSON)
 	}

@@ -163,6 +163,8 @@ func TestRecordsAPIBulkLimitsAndMalformedBodies(t *testing.T) {
 			"not valid JSON at line 3, column 19"},
 		{"cut short", "application/json", "[" + record(1), 400, "unexpected end of JSON input"},
 		{"an object", "application/json", record(1), 400, "must be a JSON array of records"},
+		{"NDJSON sent as JSON", "application/json", record(1) + "\n" + record(2), 400,
+			"line 2, column 1: invalid character '{' after top-level value; one record per line is sent with Content-Type application/x-ndjson"},
 		{"empty", "application/json", "[]", 400, "holds no records"},
 		{"a form", "application/x-www-form-urlencoded", "a=1", 415, "not application/x-www-form-urlencoded"},
 	} {
