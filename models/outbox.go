@@ -1,8 +1,10 @@
 package models
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,28 +14,46 @@ import (
 
 // LinkSpec is a link a record must have: one per routed service.
 type LinkSpec struct {
+	RecordKey                            // the record; EnsureLinks sets it
 	Service, ExternalKey, IdempotencyKey string
 }
 
+// linkChunk bounds the links one statement writes: a link binds 23 values,
+// and SQLite takes at most 32,766 in a statement (Postgres 65,535).
+const linkChunk = 1000
+
 // EnsureLinks makes sure a record has a link per spec and queues each for a
+// push, as QueueLinks does.
+func EnsureLinks(tx *gorm.DB, localType, localID string, specs []LinkSpec, now time.Time) error {
+	specs = slices.Clone(specs)
+	for i := range specs {
+		specs[i].RecordKey = RecordKey{localType, localID}
+	}
+	return QueueLinks(tx, specs, now)
+}
+
+// QueueLinks makes sure there is a link per spec and queues each for a
 // push: new links start as new; finished ones (success, failed) go back to
 // new with a fresh attempt count. Links that are waiting or being sent keep
 // their state: the send reads the latest payload, and a link finished with an
-// older payload is re-queued by FinishLink.
+// older payload is re-queued by FinishLink. It writes up to linkChunk links
+// per statement, in key order, so that two batches with records in common
+// lock their links in the same order and cannot deadlock on Postgres.
 //
 // The unique index on (local_type, local_id, external_service) and ON
 // CONFLICT make this safe against concurrent callers: never a second link.
-func EnsureLinks(tx *gorm.DB, localType, localID string, specs []LinkSpec, now time.Time) error {
-	if len(specs) == 0 {
-		return nil
-	}
+func QueueLinks(tx *gorm.DB, specs []LinkSpec, now time.Time) error {
 	links := make([]Link, len(specs))
 	for i, s := range specs {
-		links[i] = Link{LocalType: localType, LocalID: localID, ExternalService: s.Service, ExternalKey: s.ExternalKey,
+		links[i] = Link{LocalType: s.LocalType, LocalID: s.LocalID, ExternalService: s.Service, ExternalKey: s.ExternalKey,
 			IdempotencyKey: s.IdempotencyKey, Status: StatusNew, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
 	}
+	slices.SortFunc(links, func(a, b Link) int {
+		return cmp.Or(RecordKey{a.LocalType, a.LocalID}.compare(RecordKey{b.LocalType, b.LocalID}),
+			strings.Compare(a.ExternalService, b.ExternalService))
+	})
 	finished := "external_map.status IN ('success', 'failed')"
-	return tx.Clauses(clause.OnConflict{
+	upsert := clause.OnConflict{
 		Columns: []clause.Column{{Name: "local_type"}, {Name: "local_id"}, {Name: "external_service"}},
 		DoUpdates: clause.Set{
 			{Column: clause.Column{Name: "status"}, Value: gorm.Expr("CASE WHEN " + finished + " THEN 'new' ELSE external_map.status END")},
@@ -41,7 +61,13 @@ func EnsureLinks(tx *gorm.DB, localType, localID string, specs []LinkSpec, now t
 			{Column: clause.Column{Name: "next_attempt_at"}, Value: gorm.Expr("CASE WHEN " + finished + " THEN excluded.next_attempt_at ELSE external_map.next_attempt_at END")},
 			{Column: clause.Column{Name: "updated_at"}, Value: gorm.Expr("excluded.updated_at")},
 		},
-	}).Create(&links).Error
+	}
+	for chunk := range slices.Chunk(links, linkChunk) {
+		if err := tx.Clauses(upsert).Create(&chunk).Error; err != nil {
+			return fmt.Errorf("queue %d links: %w", len(chunk), err)
+		}
+	}
+	return nil
 }
 
 // ClaimedLink is a link as claimed, with its record's current payload and

@@ -2,14 +2,16 @@ package models
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // MaxPayload bounds a record's JSON payload.
@@ -48,18 +50,58 @@ func HashPayload(canonical string) string {
 // UpsertRecord stores a record's payload. It reports changed=false, and
 // writes nothing, when the stored content hash is already the same.
 func UpsertRecord(tx *gorm.DB, localType, localID, payload, hash string, now time.Time) (bool, error) {
-	rec := Record{LocalType: localType, LocalID: localID, Payload: payload, ContentHash: hash, CreatedAt: now, UpdatedAt: now}
-	// The WHERE on the conflict update makes an unchanged payload a no-op,
-	// and RowsAffected tells the two apart in one statement.
-	res := tx.Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "local_type"}, {Name: "local_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"payload", "content_hash", "updated_at"}),
-		Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "records.content_hash <> excluded.content_hash"}}},
-	}).Create(&rec)
-	if res.Error != nil {
-		return false, fmt.Errorf("upsert record %s/%s: %w", localType, localID, res.Error)
+	changed, err := UpsertRecords(tx, []RecordWrite{{RecordKey{localType, localID}, payload, hash}}, now)
+	return changed[RecordKey{localType, localID}], err
+}
+
+// RecordWrite is a record's canonical payload and its hash, to store.
+type RecordWrite struct {
+	RecordKey
+	Payload, Hash string
+}
+
+// UpsertRecords stores records' payloads in one statement and returns the
+// keys whose content changed: new records, and records whose hash differs.
+// A record whose stored hash is already the same is not written. The keys
+// must be distinct (Postgres refuses to update one row twice in a statement).
+//
+// The WHERE on the conflict update makes an unchanged payload a no-op, and
+// RETURNING names only the rows inserted or updated: what changed is known
+// from the write itself, with no read before it and no race between the two.
+// Rows go in key order so that two batches with keys in common lock them in
+// the same order and cannot deadlock on Postgres.
+func UpsertRecords(tx *gorm.DB, recs []RecordWrite, now time.Time) (map[RecordKey]bool, error) {
+	changed := make(map[RecordKey]bool, len(recs))
+	if len(recs) == 0 {
+		return changed, nil
 	}
-	return res.RowsAffected > 0, nil
+	sorted := slices.Clone(recs)
+	slices.SortFunc(sorted, func(a, b RecordWrite) int { return a.RecordKey.compare(b.RecordKey) })
+	var sql strings.Builder
+	sql.WriteString("INSERT INTO records (local_type, local_id, payload, content_hash, created_at, updated_at) VALUES ")
+	args := make([]any, 0, 6*len(sorted))
+	for i, r := range sorted {
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		sql.WriteString("(?, ?, ?, ?, ?, ?)")
+		args = append(args, r.LocalType, r.LocalID, r.Payload, r.Hash, now, now)
+	}
+	sql.WriteString(` ON CONFLICT (local_type, local_id) DO UPDATE
+		SET payload = excluded.payload, content_hash = excluded.content_hash, updated_at = excluded.updated_at
+		WHERE records.content_hash <> excluded.content_hash
+		RETURNING local_type, local_id`)
+	var written []RecordKey
+	if err := tx.Raw(sql.String(), args...).Scan(&written).Error; err != nil {
+		if len(recs) == 1 {
+			return nil, fmt.Errorf("upsert record %s/%s: %w", recs[0].LocalType, recs[0].LocalID, err)
+		}
+		return nil, fmt.Errorf("upsert %d records: %w", len(recs), err)
+	}
+	for _, k := range written {
+		changed[k] = true
+	}
+	return changed, nil
 }
 
 // RecordByKey finds a record by its local type and id.
@@ -79,6 +121,10 @@ func AnyRecord(db *gorm.DB) (bool, error) {
 
 // RecordKey names a record.
 type RecordKey struct{ LocalType, LocalID string }
+
+func (k RecordKey) compare(o RecordKey) int {
+	return cmp.Or(strings.Compare(k.LocalType, o.LocalType), strings.Compare(k.LocalID, o.LocalID))
+}
 
 // ExistingRecords reports which of keys name a record, in one query.
 func ExistingRecords(db *gorm.DB, keys []RecordKey) (map[RecordKey]bool, error) {

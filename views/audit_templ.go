@@ -454,11 +454,11 @@ var actionLabels = map[string]string{
 	action.EventReplay:       "Replayed a webhook",
 	action.RecordUpsert:      "Record sent by the API",
 	// h-recon (issue 14)
-	action.ReconcileResolve: "Resolved a reconciliation finding",
-	action.ReconcileApply:   "Applied a dry run's fixes",
-	action.RecordCheck:      "Checked a record at the providers",
-	// h-alerts (issue 16)
+	action.ReconcileResolve:    "Resolved a reconciliation finding",
+	action.ReconcileApply:      "Applied a dry run's fixes",
+	action.RecordCheck:         "Checked a record at the providers",
 	action.IncidentAcknowledge: "Acknowledged an incident",
+	action.RecordBulkUpsert:    "Records sent by the API in a batch",
 }
 
 var _ = templruntime.GeneratedTemplate

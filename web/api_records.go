@@ -33,9 +33,6 @@ func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
 // false); a new one queues a push to every routed service.
 func (s *Server) apiPutRecord(c echo.Context) error {
 	typ, id := c.Param("type"), c.Param("id")
-	if !s.outbox.Routed(typ) {
-		return errBadRequest(fmt.Sprintf("no service is configured for records of type %q", typ))
-	}
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, models.MaxPayload+1))
 	if err != nil {
 		return errBadRequest("could not read the request body")

@@ -89,6 +89,7 @@ func (s *Server) routes() error {
 	api.GET("/links", s.apiListLinks)
 	api.POST("/links/:id/sync", s.apiSyncLink)
 	api.PUT("/records/:type/:id", s.apiPutRecord, recordKey)
+	api.POST("/records", s.apiPostRecords)
 	api.GET("/records/:type/:id", s.apiGetRecord, recordKey)
 	api.POST("/events/:service/:id/replay", s.apiReplayEvent)
 	return nil

@@ -39,6 +39,8 @@ const (
 	ReconcileApply   = "reconcile.apply"
 	RecordCheck      = "record.check"
 
-	// Issue 16, h-alerts: an operator says they are on an incident.
+	// An operator says they are on an incident (the Alerts page).
 	IncidentAcknowledge = "incident.acknowledge"
+	// A batch of records from the API, audited once.
+	RecordBulkUpsert = "record.bulk_upsert"
 )

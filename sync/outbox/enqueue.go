@@ -21,30 +21,114 @@ type Enqueued struct {
 // Upsert stores a record's payload and, when it changed, queues a push to
 // every service its type is routed to — in one transaction, so a record is
 // never stored without its links. The same payload again changes nothing.
+// It is a batch of one: a refusal comes back as the error.
 func (e *Engine) Upsert(ctx context.Context, localType, localID string, payload []byte) (Enqueued, error) {
-	if err := CheckKey(localType, localID); err != nil {
-		return Enqueued{}, err
-	}
-	canonical, hash, err := models.CanonicalPayload(payload)
+	res, err := e.UpsertBatch(ctx, []Incoming{{Type: localType, ID: localID, Payload: payload}})
 	if err != nil {
 		return Enqueued{}, err
 	}
-	now := e.clock.Now()
-	var out Enqueued
-	err = e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if out.Changed, err = models.UpsertRecord(tx, localType, localID, canonical, hash, now); err != nil || !out.Changed {
-			return err
-		}
-		return models.EnsureLinks(tx, localType, localID, e.linkSpecs(localType, localID), now)
-	})
-	if err != nil {
-		return out, err
+	if res[0].Refused != nil {
+		return Enqueued{}, res[0].Refused
 	}
-	if out.Changed {
-		e.poke()
-	}
+	out := Enqueued{Changed: res[0].Changed}
 	out.Links, err = models.RecordLinks(e.db.WithContext(ctx), localType, localID)
 	return out, err
+}
+
+// MaxBatch is the most records one UpsertBatch takes.
+const MaxBatch = 1000
+
+// Incoming is one record as a caller sent it.
+type Incoming struct {
+	Type, ID string
+	Payload  []byte // JSON; any object, canonicalised before it is hashed
+}
+
+// Applied says what became of one record of a batch.
+type Applied struct {
+	Changed bool  // stored with new content, and a push queued to every routed service
+	Refused error // why the record was not taken (a *models.InvalidError); nil when it was
+}
+
+// UpsertBatch stores up to MaxBatch records and queues a push for each that
+// changed, in one transaction, answering per record in input order. A record
+// that cannot be taken (unrouted type, bad key, payload not an object or too
+// large, a key that came earlier in the batch) is refused and the others go
+// on; a database error rolls the whole batch back and is returned, so a batch
+// is never half written. The same batch again changes nothing.
+//
+// It costs two statements inside the transaction when the changed records
+// have up to 1,000 links between them: a multi-row upsert of the records that
+// returns the keys that changed, and a multi-row upsert of those records'
+// links (none when nothing changed; one statement per 1,000 links).
+func (e *Engine) UpsertBatch(ctx context.Context, batch []Incoming) ([]Applied, error) {
+	if len(batch) > MaxBatch {
+		return nil, models.Invalid(fmt.Sprintf("a batch holds at most %d records; this one holds %d", MaxBatch, len(batch)))
+	}
+	out, at, writes := e.sift(batch)
+	if len(writes) == 0 {
+		return out, nil
+	}
+	now := e.clock.Now()
+	var changed map[models.RecordKey]bool
+	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if changed, err = models.UpsertRecords(tx, writes, now); err != nil || len(changed) == 0 {
+			return err
+		}
+		var specs []models.LinkSpec
+		for _, w := range writes {
+			if changed[w.RecordKey] {
+				specs = append(specs, e.linkSpecs(w.LocalType, w.LocalID)...)
+			}
+		}
+		return models.QueueLinks(tx, specs, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range at {
+		out[i].Changed = changed[k]
+	}
+	if len(changed) > 0 {
+		e.poke()
+	}
+	return out, nil
+}
+
+// sift refuses the records of a batch that cannot be taken and prepares the
+// others' writes; at says where each key taken is in the batch.
+func (e *Engine) sift(batch []Incoming) (out []Applied, at map[models.RecordKey]int, writes []models.RecordWrite) {
+	out = make([]Applied, len(batch))
+	at = make(map[models.RecordKey]int, len(batch))
+	writes = make([]models.RecordWrite, 0, len(batch))
+	for i, in := range batch {
+		w, err := e.prepare(in)
+		if first, seen := at[w.RecordKey]; err == nil && seen {
+			err = models.Invalid(fmt.Sprintf("the same type and id came earlier in this batch, as record %d", first+1))
+		}
+		if err != nil {
+			out[i].Refused = err
+			continue
+		}
+		at[w.RecordKey] = i
+		writes = append(writes, w)
+	}
+	return out, at, writes
+}
+
+// prepare checks one incoming record and canonicalises its payload.
+func (e *Engine) prepare(in Incoming) (models.RecordWrite, error) {
+	w := models.RecordWrite{RecordKey: models.RecordKey{LocalType: in.Type, LocalID: in.ID}}
+	if err := CheckKey(in.Type, in.ID); err != nil {
+		return w, err
+	}
+	if !e.Routed(in.Type) {
+		return w, models.Invalid(fmt.Sprintf("no service is configured for records of type %q", in.Type))
+	}
+	var err error
+	w.Payload, w.Hash, err = models.CanonicalPayload(in.Payload)
+	return w, err
 }
 
 func (e *Engine) linkSpecs(localType, localID string) []models.LinkSpec {
@@ -52,7 +136,7 @@ func (e *Engine) linkSpecs(localType, localID string) []models.LinkSpec {
 	for _, name := range e.routes[localType] {
 		obj := e.services[name].Config.Objects[localType]
 		key := strings.NewReplacer("{local_id}", localID, "{local_type}", localType).Replace(obj.ExternalKey)
-		specs = append(specs, models.LinkSpec{Service: name, ExternalKey: key,
+		specs = append(specs, models.LinkSpec{RecordKey: models.RecordKey{LocalType: localType, LocalID: localID}, Service: name, ExternalKey: key,
 			IdempotencyKey: localType + "-" + localID + "-create"})
 	}
 	return specs
