@@ -112,4 +112,3 @@ func liveVersion(parts ...[]byte) string {
 	}
 	return strconv.FormatUint(h.Sum64(), 36)
 }
-
