@@ -13,6 +13,8 @@ import (
 // LinkSpec is a link a record must have: one per routed service.
 type LinkSpec struct {
 	Service, ExternalKey, IdempotencyKey string
+	// TraceParent is the queueing request's W3C traceparent, "" for none.
+	TraceParent string
 }
 
 // EnsureLinks makes sure a record has a link per spec and queues each for a
@@ -30,7 +32,7 @@ func EnsureLinks(tx *gorm.DB, localType, localID string, specs []LinkSpec, now t
 	links := make([]Link, len(specs))
 	for i, s := range specs {
 		links[i] = Link{LocalType: localType, LocalID: localID, ExternalService: s.Service, ExternalKey: s.ExternalKey,
-			IdempotencyKey: s.IdempotencyKey, Status: StatusNew, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+			IdempotencyKey: s.IdempotencyKey, Status: StatusNew, NextAttemptAt: now, TraceParent: s.TraceParent, CreatedAt: now, UpdatedAt: now}
 	}
 	finished := "external_map.status IN ('success', 'failed')"
 	return tx.Clauses(clause.OnConflict{
@@ -40,6 +42,8 @@ func EnsureLinks(tx *gorm.DB, localType, localID string, specs []LinkSpec, now t
 			{Column: clause.Column{Name: "attempts"}, Value: gorm.Expr("CASE WHEN " + finished + " THEN 0 ELSE external_map.attempts END")},
 			{Column: clause.Column{Name: "next_attempt_at"}, Value: gorm.Expr("CASE WHEN " + finished + " THEN excluded.next_attempt_at ELSE external_map.next_attempt_at END")},
 			{Column: clause.Column{Name: "updated_at"}, Value: gorm.Expr("excluded.updated_at")},
+			// The latest request's: the next send pushes its payload.
+			{Column: clause.Column{Name: "trace_parent"}, Value: gorm.Expr("excluded.trace_parent")},
 		},
 	}).Create(&links).Error
 }
@@ -260,7 +264,8 @@ const finishSet = `status = CASE WHEN v.status <> 'success' THEN v.status
 	pushed_hash = CASE WHEN v.status = 'success' THEN v.pushed_hash ELSE external_map.pushed_hash END,
 	create_payload = CASE WHEN v.status = 'success' THEN '' ELSE external_map.create_payload END,
 	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, last_error = v.last_error,
-	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?`
+	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?,
+	trace_parent = CASE WHEN v.status = 'failed' THEN '' ELSE external_map.trace_parent END`
 
 // errorGroupOf fingerprints a failure, so the failed page can group it.
 func errorGroupOf(o LinkOutcome) string {
@@ -301,7 +306,9 @@ func (e *InProgressError) Unwrap() error { return ErrInProgress }
 // who, and makes the link due now. A row that is held and not expired wins:
 // the request changes nothing and gets an *InProgressError. An expired row is
 // taken over. The insert's conflict on the primary key decides races.
-func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time.Duration) (*Link, error) {
+// traceParent is the request's W3C traceparent ("" for none), which the
+// send's spans join.
+func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time.Duration, traceParent string) (*Link, error) {
 	var link *Link
 	err := db.Transaction(func(tx *gorm.DB) error {
 		var err error
@@ -329,7 +336,7 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 		// A link being sent is left to its worker (its lease expired, or the
 		// row would have been held); the rescuer hands it back.
 		return tx.Model(&Link{}).Where("id = ? AND status <> ?", link.ID, StatusProcessing).Updates(map[string]any{
-			"status": StatusNew, "next_attempt_at": now, "updated_at": now,
+			"status": StatusNew, "next_attempt_at": now, "updated_at": now, "trace_parent": traceParent,
 			"attempts": gorm.Expr("CASE WHEN status = ? THEN 0 ELSE attempts END", StatusFailed),
 		}).Error
 	})

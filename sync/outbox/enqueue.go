@@ -35,7 +35,7 @@ func (e *Engine) Upsert(ctx context.Context, localType, localID string, payload 
 		if out.Changed, err = models.UpsertRecord(tx, localType, localID, canonical, hash, now); err != nil || !out.Changed {
 			return err
 		}
-		return models.EnsureLinks(tx, localType, localID, e.linkSpecs(localType, localID), now)
+		return models.EnsureLinks(tx, localType, localID, e.linkSpecs(localType, localID, traceParent(ctx)), now)
 	})
 	if err != nil {
 		return out, err
@@ -47,13 +47,13 @@ func (e *Engine) Upsert(ctx context.Context, localType, localID string, payload 
 	return out, err
 }
 
-func (e *Engine) linkSpecs(localType, localID string) []models.LinkSpec {
+func (e *Engine) linkSpecs(localType, localID, trace string) []models.LinkSpec {
 	var specs []models.LinkSpec
 	for _, name := range e.routes[localType] {
 		obj := e.services[name].Config.Objects[localType]
 		key := strings.NewReplacer("{local_id}", localID, "{local_type}", localType).Replace(obj.ExternalKey)
 		specs = append(specs, models.LinkSpec{Service: name, ExternalKey: key,
-			IdempotencyKey: localType + "-" + localID + "-create"})
+			IdempotencyKey: localType + "-" + localID + "-create", TraceParent: trace})
 	}
 	return specs
 }

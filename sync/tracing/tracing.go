@@ -58,6 +58,15 @@ func WithExporter(cfg config.Tracing, r *redact.Redactor, exp sdktrace.SpanExpor
 	return &Provider{TracerProvider: tp, sdk: tp}
 }
 
+// Active is the provider when tracing is on, nil when off: the parts that
+// take one then add nothing to a request or a call, not even a no-op span.
+func (p *Provider) Active() trace.TracerProvider {
+	if p.sdk == nil {
+		return nil
+	}
+	return p.sdk
+}
+
 // ForceFlush exports the spans ended so far.
 func (p *Provider) ForceFlush(ctx context.Context) error {
 	if p.sdk == nil {
