@@ -215,7 +215,7 @@ func shareRecords(tx *gorm.DB, outcomes []LinkOutcome) error {
 	return nil
 }
 
-// finishChunk bounds the links written by one statement (11 parameters each).
+// finishChunk bounds the links written by one statement (12 parameters each).
 const finishChunk = 500
 
 // finishChunkLinks writes the new state of every link in one UPDATE … FROM a
@@ -226,22 +226,22 @@ const finishChunk = 500
 // worker that holds the lease may write the link's outcome.
 func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, error) {
 	// Postgres types a VALUES list from its contents; parameters have none.
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if Dialect(tx) == Postgres {
-		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::text, ?::integer, ?::text)"
+		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::text, ?::integer, ?::text, ?::text)"
 	}
 	var values strings.Builder
-	args := make([]any, 0, 11*len(outcomes)+1)
+	args := make([]any, 0, 12*len(outcomes)+1)
 	for i, o := range outcomes {
 		if i > 0 {
 			values.WriteString(", ")
 		}
 		values.WriteString(row)
 		args = append(args, o.Link.ID, o.Link.LeaseOwner, string(o.Status), o.ExternalID, o.PushedHash,
-			o.Attempts, o.NextAttempt, o.NeedsLookup, o.LastError, o.LastHTTP, errorGroupOf(o))
+			o.Attempts, o.NextAttempt, o.NeedsLookup, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent)
 	}
 	args = append(args, now)
-	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, last_error, last_http_code, error_group)
+	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, last_error, last_http_code, error_group, trace_parent)
 		AS (VALUES `+values.String()+`)
 		UPDATE external_map SET `+finishSet+`
 		FROM v WHERE external_map.id = v.id AND external_map.status = 'processing' AND external_map.lease_owner = v.owner`,
@@ -255,7 +255,11 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 // finishSet is the new state of a finished link: a success records the
 // remote object and the hash pushed, drops the frozen create body and resets
 // the attempt count — and goes back to new when the record's content hash is
-// no longer the one pushed (or the record is gone).
+// no longer the one pushed (or the record is gone). A link done with (success
+// or failed) forgets the trace its send was claimed with, so that a later
+// push queued without one (a webhook's, a fix's, a retry by hand) does not
+// join an old request's trace; one a newer request set meanwhile stays, for
+// the push that request queued. A retry keeps it: it is the same send.
 const finishSet = `status = CASE WHEN v.status <> 'success' THEN v.status
 		WHEN (SELECT r.content_hash FROM records r WHERE r.local_type = external_map.local_type
 			AND r.local_id = external_map.local_id) = v.pushed_hash THEN 'success' ELSE 'new' END,
@@ -265,7 +269,8 @@ const finishSet = `status = CASE WHEN v.status <> 'success' THEN v.status
 	create_payload = CASE WHEN v.status = 'success' THEN '' ELSE external_map.create_payload END,
 	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, last_error = v.last_error,
 	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?,
-	trace_parent = CASE WHEN v.status = 'failed' THEN '' ELSE external_map.trace_parent END`
+	trace_parent = CASE WHEN v.status IN ('success', 'failed') AND external_map.trace_parent = v.trace_parent THEN ''
+		ELSE external_map.trace_parent END`
 
 // errorGroupOf fingerprints a failure, so the failed page can group it.
 func errorGroupOf(o LinkOutcome) string {

@@ -226,3 +226,31 @@ func TestSpansAreNamedByRouteAndProbesAreLeftOut(t *testing.T) {
 		require.NotContains(t, n, "12345", "an unmatched path is not a span name")
 	}
 }
+
+// "Sync now" is its own trace: the send it asks for is the click's child,
+// not the child of the upsert that first queued the link.
+func TestSyncNowStartsTheTraceOfItsSend(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupTraced(t, db)
+		a := b.api()
+		code, out := a.do("PUT", "/api/v1/records/order/9", `{"title":"Order 9"}`)
+		require.Equal(t, http.StatusOK, code, out)
+		linkID := int64(out["links"].([]any)[0].(map[string]any)["id"].(float64))
+		require.NoError(t, b.sender.Drain(context.Background()))
+
+		code, out = a.do("POST", fmt.Sprintf("/api/v1/links/%d/sync", linkID), "")
+		require.Equal(t, http.StatusAccepted, code, out)
+		require.NoError(t, b.sender.Drain(context.Background()))
+
+		spans := b.ended()
+		click := spanNamed(t, spans, "POST /api/v1/links/:id/sync")
+		var sends []string
+		for _, s := range spans {
+			if s.Parent.SpanID() == click.SpanContext.SpanID() {
+				sends = append(sends, s.Name)
+			}
+		}
+		require.Equal(t, []string{"send deal.update"}, sends, "the update Sync now asked for is the click's child")
+	})
+}
