@@ -254,3 +254,19 @@ func TestSyncNowStartsTheTraceOfItsSend(t *testing.T) {
 		require.Equal(t, []string{"send deal.update"}, sends, "the update Sync now asked for is the click's child")
 	})
 }
+
+// Tracing off (the default), a request leaves no trace context on the
+// links it queues, even from a traced caller, and the server's handler is
+// Echo's own.
+func TestTracingOffLeavesNoTraceOnTheLinks(t *testing.T) {
+	t.Parallel()
+	b := setupSQLite(t)
+	a := b.api()
+	a.auth.Set("Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") // a traced caller's
+	code, out := a.do("PUT", "/api/v1/records/order/5", `{"title":"Order 5"}`)
+	require.Equal(t, http.StatusOK, code, out)
+	var l models.Link
+	require.NoError(t, b.db.Where("local_id = ?", "5").Take(&l).Error)
+	require.Empty(t, l.TraceParent)
+	require.Same(t, b.web.echo, b.web.Handler(), "no tracing middleware around the server")
+}
