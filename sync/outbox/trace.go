@@ -39,18 +39,22 @@ func queuedBy(ctx context.Context, l models.Link) context.Context {
 // outcome's word, never a payload, a header or an error's text, which may
 // quote what the provider said about a secret.
 func (s *sender) startSpan(ctx context.Context) (context.Context, trace.Span) {
-	l := s.j.link
-	return s.e.tracer.Start(ctx, "send", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		attribute.String("syncdesk.service", s.svc.Name),
-		attribute.Int64("syncdesk.link.id", l.ID),
-		attribute.String("syncdesk.record.type", l.LocalType),
-		attribute.Bool("syncdesk.probe", s.j.probe),
-		attribute.Int("syncdesk.attempt", s.out.Attempts+1),
-	))
+	ctx, span := s.e.tracer.Start(ctx, "send", trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() { // tracing off or not sampled: a send builds nothing for it
+		l := s.j.link
+		span.SetAttributes(attribute.String("syncdesk.service", s.svc.Name), attribute.Int64("syncdesk.link.id", l.ID),
+			attribute.String("syncdesk.record.type", l.LocalType), attribute.Bool("syncdesk.probe", s.j.probe),
+			attribute.Int("syncdesk.attempt", s.out.Attempts+1))
+	}
+	return ctx, span
 }
 
 // endSpan names the span by its operation and says what came of it.
 func (s *sender) endSpan(span trace.Span, c connector.Call) {
+	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
 	outcome := outcomeOf(c)
 	span.SetName("send " + c.Operation)
 	span.SetAttributes(attribute.String("syncdesk.operation", c.Operation), attribute.String("syncdesk.outcome", string(outcome)))
@@ -60,5 +64,4 @@ func (s *sender) endSpan(span trace.Span, c connector.Call) {
 	if outcome != models.OutcomeOK {
 		span.SetStatus(codes.Error, string(outcome))
 	}
-	span.End()
 }
