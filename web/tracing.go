@@ -13,7 +13,7 @@ import (
 )
 
 // traced wraps the server's handler in otelhttp: a server span per request,
-// a child of the caller's when it sends a W3C traceparent. nil tp leaves
+// a child of an API caller's when it sends a W3C traceparent. nil tp leaves
 // the handler as it is. The span holds the path, never the query or a
 // header; the exporter's scrubbing is the second guard (sync/tracing).
 func traced(h http.Handler, tp trace.TracerProvider) http.Handler {
@@ -21,8 +21,16 @@ func traced(h http.Handler, tp trace.TracerProvider) http.Handler {
 		return h
 	}
 	return otelhttp.NewHandler(h, "syncdesk", otelhttp.WithTracerProvider(tp), otelhttp.WithFilter(worthTracing),
-		otelhttp.WithPropagators(propagation.TraceContext{}), otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()))
+		otelhttp.WithPublicEndpointFn(public), otelhttp.WithPropagators(propagation.TraceContext{}),
+		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()))
 }
+
+// public says a request's trace context is not to be trusted: only the
+// API's clients (the shop's systems) continue their traces here. A
+// webhook from a provider, or any page, starts its own trace, linked to
+// the caller's: an outsider's traceparent must not choose our trace ids,
+// nor make us keep every trace by marking its own sampled.
+func public(r *http.Request) bool { return !strings.HasPrefix(r.URL.Path, "/api/") }
 
 // worthTracing leaves out the requests machines make every few seconds —
 // probes, scrapes, stylesheets — which would bury the ones people make.

@@ -270,3 +270,25 @@ func TestTracingOffLeavesNoTraceOnTheLinks(t *testing.T) {
 	require.Empty(t, l.TraceParent)
 	require.Same(t, b.web.echo, b.web.Handler(), "no tracing middleware around the server")
 }
+
+// An API client's trace continues here; a webhook's caller (anyone on the
+// internet) gets a trace of our own, linked to theirs, whatever it sends.
+func TestOnlyAPICallersContinueTheirTraces(t *testing.T) {
+	t.Parallel()
+	b := setupTraced(t, dbtest.SQLite(t))
+	const callerTrace = "0af7651916cd43dd8448eb211c80319c"
+	traceparent := "00-" + callerTrace + "-b7ad6b7169203331-01"
+	a := b.api()
+	a.auth.Set("Traceparent", traceparent)
+	code, out := a.do("PUT", "/api/v1/records/order/3", `{"title":"Order 3"}`)
+	require.Equal(t, http.StatusOK, code, out)
+	b.client().do(http.MethodPost, "/hooks/crm", nil, http.Header{"Traceparent": {traceparent}})
+
+	spans := b.ended()
+	api := spanNamed(t, spans, "PUT /api/v1/records/:type/:id")
+	require.Equal(t, callerTrace, api.SpanContext.TraceID().String(), "the API client's trace continues")
+	hook := spanNamed(t, spans, "POST /hooks/:service")
+	require.NotEqual(t, callerTrace, hook.SpanContext.TraceID().String(), "a webhook's caller does not choose our trace")
+	require.Len(t, hook.Links, 1)
+	require.Equal(t, callerTrace, hook.Links[0].SpanContext.TraceID().String(), "but it is linked")
+}
