@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/migrations"
@@ -37,6 +38,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/schedule"
 	"github.com/syncdesk/syncdesk/sync/services"
+	"github.com/syncdesk/syncdesk/sync/tracing"
 	"github.com/syncdesk/syncdesk/web"
 )
 
@@ -260,6 +262,9 @@ func (a *app) stop() {
 	if err := a.inbox.Close(ctx); err != nil {
 		a.log.Warn("count refused webhooks at stop", "err", err)
 	}
+	if err := a.tracer.Shutdown(ctx); err != nil {
+		a.log.Warn("export the last spans at stop", "err", err)
+	}
 }
 
 // app is the wired product: the engine, the inbox, the schedules, the web.
@@ -270,18 +275,25 @@ type app struct {
 	sched  *schedule.Scheduler
 	web    *web.Server
 	log    *slog.Logger
+	tracer *tracing.Provider
 }
 
 func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Logger, r *redact.Redactor) (*app, error) {
 	r.AddSecrets(cfg.Secrets()...) // after the demo's services are in cfg
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sendTo, listFrom := connectors(cfg, r, db, log)
-	eng := outbox.New(db, sendTo, clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg, Redactor: r})
+	tp, err := tracing.New(cfg.Tracing, r)
+	if err != nil {
+		return nil, err
+	}
+	sendTo, listFrom := connectors(cfg, r, db, log, tp.Active(), ratelimit.NewMetrics(reg))
+	eng := outbox.New(db, sendTo, clk, log, outbox.Options{Grace: cfg.ShutdownTimeout, Registry: reg, Redactor: r, Tracer: tp.Active()})
 	rec := reconcile.New(db, listFrom, clk, log, reconcile.Options{Redactor: r})
 	pauser := services.NewPauser(db, cfg.ServiceNames(), clk, log)
 	eng.SetPaused(pauser.Paused)
-	eng.SetBreaker(services.NewBreakers(db, services.Configured(cfg), pauser, clk, log, services.BreakerOptions{}))
+	breakers := services.NewBreakers(db, services.Configured(cfg), pauser, clk, log, services.BreakerOptions{})
+	eng.SetBreaker(breakers)
+	reg.MustRegister(breakers.Metrics())
 	rc, err := inbox.New(db, cfg.Services, clk, log, r)
 	if err != nil {
 		return nil, err
@@ -306,11 +318,11 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	}
 	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(),
 		Redactor: r, Outbox: eng, Inbox: rc, Metrics: reg, Pauser: pauser, Scheduler: sched,
-		Reconciler: rec})
+		Reconciler: rec, Tracer: tp.Active()})
 	if err != nil {
 		return nil, err
 	}
-	return &app{engine: eng, inbox: rc, rec: rec, sched: sched, web: srv, log: log}, nil
+	return &app{engine: eng, inbox: rc, rec: rec, sched: sched, web: srv, log: log, tracer: tp}, nil
 }
 
 // maxClockStep is how far this machine's clock may move against the
@@ -376,7 +388,8 @@ func (c *cli) printStart(cfg config.Config, db *gorm.DB, addr string, log *slog.
 // the outbox (which sends) and reconciliation (which lists).
 // Each paces its calls through the service's rate limiter, shared through
 // the database with every instance.
-func connectors(cfg config.Config, r *redact.Redactor, db *gorm.DB, log *slog.Logger) ([]outbox.Service, []reconcile.Service) {
+func connectors(cfg config.Config, r *redact.Redactor, db *gorm.DB, log *slog.Logger, tp trace.TracerProvider,
+	waits *ratelimit.Metrics) ([]outbox.Service, []reconcile.Service) {
 	var send []outbox.Service
 	var list []reconcile.Service
 	for _, name := range cfg.ServiceNames() {
@@ -384,8 +397,8 @@ func connectors(cfg config.Config, r *redact.Redactor, db *gorm.DB, log *slog.Lo
 		if len(svc.Objects) == 0 {
 			continue // webhooks only
 		}
-		gate := ratelimit.New(db, name, svc.RateLimit, ratelimit.Options{Logger: log, MaxBlock: svc.Retry.Max})
-		conn := connector.NewHTTP(name, svc, r, nil).WithGate(gate)
+		gate := ratelimit.New(db, name, svc.RateLimit, ratelimit.Options{Logger: log, MaxBlock: svc.Retry.Max, Metrics: waits})
+		conn := connector.NewHTTP(name, svc, r, nil).WithGate(gate).WithTracer(tp)
 		send = append(send, outbox.Service{Name: name, Config: svc, Conn: conn})
 		list = append(list, reconcile.Service{Name: name, Config: svc, Conn: conn})
 	}

@@ -238,3 +238,17 @@ func atArg(at time.Time) sql.NamedArg {
 	}
 	return sql.Named("at", float64(at.UnixNano())/1e9)
 }
+
+// BreakerStates returns each service's breaker state ("closed" or "open")
+// by service; a service that has made no call has no row, and no entry.
+func BreakerStates(db *gorm.DB) (map[string]string, error) {
+	var rows []ServiceBreaker
+	if err := db.Select("service", "state").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the breakers: %w", err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Service] = r.State
+	}
+	return out, nil
+}

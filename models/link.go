@@ -62,8 +62,11 @@ type Link struct {
 	PutAsideAt     *time.Time
 	PutAsideBy     string
 	PutAsideReason string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// TraceParent is the W3C traceparent of the request that last queued
+	// the link's push ("" for none): its send's spans join that trace.
+	TraceParent string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // TableName keeps the name the articles the product came from use.

@@ -16,9 +16,11 @@ import (
 type LinkSpec struct {
 	RecordKey                            // the record; EnsureLinks sets it
 	Service, ExternalKey, IdempotencyKey string
+	// TraceParent is the queueing request's W3C traceparent, "" for none.
+	TraceParent string
 }
 
-// linkChunk bounds the links one statement writes: a link binds 23 values,
+// linkChunk bounds the links one statement writes: a link binds 24 values,
 // and SQLite takes at most 32,766 in a statement (Postgres 65,535).
 const linkChunk = 1000
 
@@ -46,7 +48,7 @@ func QueueLinks(tx *gorm.DB, specs []LinkSpec, now time.Time) error {
 	links := make([]Link, len(specs))
 	for i, s := range specs {
 		links[i] = Link{LocalType: s.LocalType, LocalID: s.LocalID, ExternalService: s.Service, ExternalKey: s.ExternalKey,
-			IdempotencyKey: s.IdempotencyKey, Status: StatusNew, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+			IdempotencyKey: s.IdempotencyKey, Status: StatusNew, NextAttemptAt: now, TraceParent: s.TraceParent, CreatedAt: now, UpdatedAt: now}
 	}
 	slices.SortFunc(links, func(a, b Link) int {
 		return cmp.Or(RecordKey{a.LocalType, a.LocalID}.compare(RecordKey{b.LocalType, b.LocalID}),
@@ -60,6 +62,8 @@ func QueueLinks(tx *gorm.DB, specs []LinkSpec, now time.Time) error {
 			{Column: clause.Column{Name: "attempts"}, Value: gorm.Expr("CASE WHEN " + finished + " THEN 0 ELSE external_map.attempts END")},
 			{Column: clause.Column{Name: "next_attempt_at"}, Value: gorm.Expr("CASE WHEN " + finished + " THEN excluded.next_attempt_at ELSE external_map.next_attempt_at END")},
 			{Column: clause.Column{Name: "updated_at"}, Value: gorm.Expr("excluded.updated_at")},
+			// The latest request's: the next send pushes its payload.
+			{Column: clause.Column{Name: "trace_parent"}, Value: gorm.Expr("excluded.trace_parent")},
 		},
 	}
 	for chunk := range slices.Chunk(links, linkChunk) {
@@ -237,7 +241,7 @@ func shareRecords(tx *gorm.DB, outcomes []LinkOutcome) error {
 	return nil
 }
 
-// finishChunk bounds the links written by one statement (11 parameters each).
+// finishChunk bounds the links written by one statement (12 parameters each).
 const finishChunk = 500
 
 // finishChunkLinks writes the new state of every link in one UPDATE … FROM a
@@ -248,22 +252,22 @@ const finishChunk = 500
 // worker that holds the lease may write the link's outcome.
 func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, error) {
 	// Postgres types a VALUES list from its contents; parameters have none.
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if Dialect(tx) == Postgres {
-		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::text, ?::integer, ?::text)"
+		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::text, ?::integer, ?::text, ?::text)"
 	}
 	var values strings.Builder
-	args := make([]any, 0, 11*len(outcomes)+1)
+	args := make([]any, 0, 12*len(outcomes)+1)
 	for i, o := range outcomes {
 		if i > 0 {
 			values.WriteString(", ")
 		}
 		values.WriteString(row)
 		args = append(args, o.Link.ID, o.Link.LeaseOwner, string(o.Status), o.ExternalID, o.PushedHash,
-			o.Attempts, o.NextAttempt, o.NeedsLookup, o.LastError, o.LastHTTP, errorGroupOf(o))
+			o.Attempts, o.NextAttempt, o.NeedsLookup, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent)
 	}
 	args = append(args, now)
-	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, last_error, last_http_code, error_group)
+	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, last_error, last_http_code, error_group, trace_parent)
 		AS (VALUES `+values.String()+`)
 		UPDATE external_map SET `+finishSet+`
 		FROM v WHERE external_map.id = v.id AND external_map.status = 'processing' AND external_map.lease_owner = v.owner`,
@@ -277,7 +281,11 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 // finishSet is the new state of a finished link: a success records the
 // remote object and the hash pushed, drops the frozen create body and resets
 // the attempt count — and goes back to new when the record's content hash is
-// no longer the one pushed (or the record is gone).
+// no longer the one pushed (or the record is gone). A link done with (success
+// or failed) forgets the trace its send was claimed with, so that a later
+// push queued without one (a webhook's, a fix's, a retry by hand) does not
+// join an old request's trace; one a newer request set meanwhile stays, for
+// the push that request queued. A retry keeps it: it is the same send.
 const finishSet = `status = CASE WHEN v.status <> 'success' THEN v.status
 		WHEN (SELECT r.content_hash FROM records r WHERE r.local_type = external_map.local_type
 			AND r.local_id = external_map.local_id) = v.pushed_hash THEN 'success' ELSE 'new' END,
@@ -286,7 +294,9 @@ const finishSet = `status = CASE WHEN v.status <> 'success' THEN v.status
 	pushed_hash = CASE WHEN v.status = 'success' THEN v.pushed_hash ELSE external_map.pushed_hash END,
 	create_payload = CASE WHEN v.status = 'success' THEN '' ELSE external_map.create_payload END,
 	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, last_error = v.last_error,
-	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?`
+	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?,
+	trace_parent = CASE WHEN v.status IN ('success', 'failed') AND external_map.trace_parent = v.trace_parent THEN ''
+		ELSE external_map.trace_parent END`
 
 // errorGroupOf fingerprints a failure, so the failed page can group it.
 func errorGroupOf(o LinkOutcome) string {
@@ -327,7 +337,9 @@ func (e *InProgressError) Unwrap() error { return ErrInProgress }
 // who, and makes the link due now. A row that is held and not expired wins:
 // the request changes nothing and gets an *InProgressError. An expired row is
 // taken over. The insert's conflict on the primary key decides races.
-func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time.Duration) (*Link, error) {
+// traceParent is the request's W3C traceparent ("" for none), which the
+// send's spans join.
+func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time.Duration, traceParent string) (*Link, error) {
 	var link *Link
 	err := db.Transaction(func(tx *gorm.DB) error {
 		var err error
@@ -355,7 +367,7 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 		// A link being sent is left to its worker (its lease expired, or the
 		// row would have been held); the rescuer hands it back.
 		return tx.Model(&Link{}).Where("id = ? AND status <> ?", link.ID, StatusProcessing).Updates(map[string]any{
-			"status": StatusNew, "next_attempt_at": now, "updated_at": now,
+			"status": StatusNew, "next_attempt_at": now, "updated_at": now, "trace_parent": traceParent,
 			"attempts": gorm.Expr("CASE WHEN status = ? THEN 0 ELSE attempts END", StatusFailed),
 		}).Error
 	})

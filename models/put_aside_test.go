@@ -79,7 +79,7 @@ func TestLeavingFailedEndsThePutAside(t *testing.T) {
 				return models.EnsureLinks(db, l.LocalType, l.LocalID, []models.LinkSpec{{Service: "crm", ExternalKey: l.ExternalKey}}, now)
 			},
 			func(l models.Link) error {
-				_, err := models.RequestSync(db, l.ID, "ana@example.com", now, time.Minute)
+				_, err := models.RequestSync(db, l.ID, "ana@example.com", now, time.Minute, "")
 				return err
 			},
 			func(l models.Link) error {

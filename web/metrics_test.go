@@ -5,15 +5,20 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/outbox"
+	"github.com/syncdesk/syncdesk/sync/ratelimit"
 	"github.com/syncdesk/syncdesk/sync/redact"
+	"github.com/syncdesk/syncdesk/sync/services"
 )
 
 func TestMetricsBehindTheirOwnToken(t *testing.T) {
@@ -76,4 +81,41 @@ func TestClosedMetricsAreNotFound(t *testing.T) {
 	defer bare.Close()
 	b.srv = bare
 	require.Equal(t, http.StatusNotFound, anonymous.get("/metrics").status)
+}
+
+// After a run of sends, /metrics shows each claim's lag, each call's wait
+// under the rate limit, and the service's breaker, closed.
+func TestMetricsShowClaimLagWaitsAndBreakers(t *testing.T) {
+	t.Parallel()
+	b := setupSQLite(t)
+	reg := prometheus.NewRegistry()
+	svc := b.cfg.Services["crm"]
+	gate := ratelimit.New(b.db, "crm", config.RateLimit{PerSecond: 50, Burst: 1}, ratelimit.Options{Metrics: ratelimit.NewMetrics(reg)})
+	eng := outbox.New(b.db, []outbox.Service{{Name: "crm", Config: svc, Conn: connector.NewHTTP("crm", svc, redact.New(nil), nil).WithGate(gate)}},
+		b.clock, slog.New(slog.DiscardHandler), outbox.Options{Registry: reg})
+	pauser := services.NewPauser(b.db, []string{"crm"}, b.clock, slog.New(slog.DiscardHandler))
+	breakers := services.NewBreakers(b.db, map[string]config.Breaker{"crm": config.DefaultBreaker}, pauser, b.clock,
+		slog.New(slog.DiscardHandler), services.BreakerOptions{})
+	eng.SetBreaker(breakers)
+	reg.MustRegister(breakers.Metrics())
+	for i := range 5 {
+		_, err := eng.Upsert(context.Background(), "order", strconv.Itoa(i), []byte(`{"title":"Order"}`))
+		require.NoError(t, err)
+	}
+	b.clock.Advance(3 * time.Second)
+	require.NoError(t, eng.Drain(context.Background()))
+
+	cfg := b.cfg
+	cfg.Metrics.Access = "open"
+	s, err := New(Deps{DB: b.db, Config: cfg, Clock: b.clock, Log: slog.New(slog.DiscardHandler), Outbox: eng, Metrics: reg})
+	require.NoError(t, err)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	b.srv = srv
+	r := b.client().get("/metrics")
+	require.Equal(t, http.StatusOK, r.status)
+	require.Contains(t, r.body, "syncdesk_claim_lag_seconds_count 5", "a sample per claimed link")
+	require.Contains(t, r.body, "syncdesk_claim_lag_seconds_sum 15", "each was claimed 3 s after it fell due")
+	require.Contains(t, r.body, `syncdesk_rate_limit_wait_seconds_count{service="crm"} 5`, "a sample per call")
+	require.Contains(t, r.body, `syncdesk_breaker_open{service="crm"} 0`)
 }

@@ -15,7 +15,7 @@ var publicPrefixes = []string{"/login", "/healthz", "/readyz", "/static/", "/hoo
 // routes is the table of contents of the application: every route is here.
 func (s *Server) routes() error {
 	e := s.echo
-	e.Use(s.recoverPanics, middleware.RequestID(), s.logRequests, s.securityHeaders, readableText, s.loadSession)
+	e.Use(nameSpan, s.recoverPanics, middleware.RequestID(), s.logRequests, s.securityHeaders, readableText, s.loadSession)
 
 	// Open to everyone.
 	e.GET("/healthz", s.healthz)

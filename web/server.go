@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/sync/clock"
@@ -47,6 +48,8 @@ type Deps struct {
 	Scheduler *schedule.Scheduler
 	// Reconciler runs reconciliations from the reconciliation pages; nil hides the start form.
 	Reconciler *reconcile.Reconciler
+	// Tracer makes a span of each request (web/tracing.go); nil makes none.
+	Tracer trace.TracerProvider
 }
 
 // Server is the HTTP face of syncdesk.
@@ -64,6 +67,7 @@ type Server struct {
 	sched   *schedule.Scheduler
 	rec     *reconcile.Reconciler
 	echo    *echo.Echo
+	handler http.Handler // echo, traced when Deps.Tracer is set
 	// signIns hands out the password checks: a few shared by strangers,
 	// a few of their own for browsers that signed in before.
 	signIns *signInGate
@@ -98,6 +102,7 @@ func New(d Deps) (*Server, error) {
 	if err := s.routes(); err != nil {
 		return nil, err
 	}
+	s.handler = traced(s.echo, d.Tracer)
 	return s, nil
 }
 
@@ -118,7 +123,7 @@ func (s *Server) detachedDB(c echo.Context) *gorm.DB {
 }
 
 // Handler returns the server as an http.Handler (tests serve it with httptest).
-func (s *Server) Handler() http.Handler { return s.echo }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve listens on the configured address until ctx ends, then shuts down
 // gracefully within the configured timeout. ready, when not nil, receives the
@@ -129,7 +134,7 @@ func (s *Server) Serve(ctx context.Context, ready func(addr string)) error {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           s.echo,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -47,6 +47,8 @@ type Config struct {
 	Metrics        Metrics       `yaml:"metrics"`
 	// Alerts notify people of incidents (README "Alerts").
 	Alerts Alerts `yaml:"alerts"`
+	// Tracing sends OpenTelemetry traces; off by default (README "Tracing").
+	Tracing Tracing `yaml:"tracing"`
 	// Demo starts the sandbox providers and seeds records; on by default
 	// when no config file and no services are given.
 	Demo bool `yaml:"demo"`
@@ -102,6 +104,7 @@ func Default() Config {
 		AttemptRetention: 30 * 24 * time.Hour,
 		EventRetention:   30 * 24 * time.Hour,
 		Metrics:          Metrics{Access: "closed"},
+		Tracing:          DefaultTracing(),
 	}
 }
 
@@ -249,6 +252,7 @@ func (c Config) Validate() error {
 		errs = append(errs, c.Services[name].validate(name)...)
 	}
 	errs = append(errs, c.Alerts.validate()...)
+	errs = append(errs, c.Tracing.validate()...)
 	return errors.Join(errs...)
 }
 

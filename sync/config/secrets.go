@@ -15,7 +15,8 @@ import (
 
 // Secrets returns the secret values the configuration holds, expanded from
 // the environment, for the redactor to mask verbatim (redact.AddSecrets):
-// those of every service (see Service.Secrets) and the metrics token.
+// those of every service (see Service.Secrets), the metrics token, the
+// alert channels' and the trace exporter's headers.
 func (c Config) Secrets() []string {
 	var out []string
 	for _, name := range c.ServiceNames() {
@@ -25,6 +26,7 @@ func (c Config) Secrets() []string {
 		out = append(out, secretPieces(c.Metrics.Token)...)
 	}
 	out = append(out, c.Alerts.secrets()...)
+	out = append(out, c.Tracing.secrets()...)
 	return out
 }
 

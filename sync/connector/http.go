@@ -12,6 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
@@ -100,6 +105,23 @@ func NewHTTP(name string, svc config.Service, r *redact.Redactor, transport http
 // WithGate paces the connector's calls by g; nil leaves them unpaced.
 func (c *HTTP) WithGate(g Gate) *HTTP {
 	c.gate = g
+	return c
+}
+
+// WithTracer makes a span of each of the connector's HTTP calls, tokens
+// fetched included, under the span of the send that makes it. No trace
+// context goes to the provider: its systems are not ours to join. The span
+// holds the call's URL, query and all; the exporter's scrubbing drops the
+// query (sync/tracing), where every span passes.
+// A nil tp leaves the calls untraced.
+func (c *HTTP) WithTracer(tp trace.TracerProvider) *HTTP {
+	if tp == nil {
+		return c
+	}
+	opts := []otelhttp.Option{otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator()),
+		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider())}
+	c.client.Transport = otelhttp.NewTransport(c.client.Transport, opts...)
+	c.creds.client = &http.Client{Transport: otelhttp.NewTransport(c.creds.client.Transport, opts...), Timeout: c.creds.client.Timeout}
 	return c
 }
 

@@ -144,7 +144,7 @@ func enqueueOrders(b *testing.B, db *gorm.DB, eng *Engine, n int) {
 			b.Fatal(err)
 		}
 		recs = append(recs, models.Record{LocalType: typ, LocalID: id, Payload: canonical, ContentHash: hash, CreatedAt: now, UpdatedAt: now})
-		for _, s := range eng.linkSpecs(typ, id) {
+		for _, s := range eng.linkSpecs(typ, id, "") {
 			links = append(links, models.Link{LocalType: typ, LocalID: id, ExternalService: s.Service, ExternalKey: s.ExternalKey,
 				IdempotencyKey: s.IdempotencyKey, Status: models.StatusNew, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now})
 		}

@@ -69,7 +69,7 @@ func (e *Engine) UpsertBatch(ctx context.Context, batch []Incoming) ([]Applied, 
 	if len(writes) == 0 {
 		return out, nil
 	}
-	now := e.clock.Now()
+	now, trace := e.clock.Now(), traceParent(ctx)
 	var changed map[models.RecordKey]bool
 	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
@@ -79,7 +79,7 @@ func (e *Engine) UpsertBatch(ctx context.Context, batch []Incoming) ([]Applied, 
 		var specs []models.LinkSpec
 		for _, w := range writes {
 			if changed[w.RecordKey] {
-				specs = append(specs, e.linkSpecs(w.LocalType, w.LocalID)...)
+				specs = append(specs, e.linkSpecs(w.LocalType, w.LocalID, trace)...)
 			}
 		}
 		return models.QueueLinks(tx, specs, now)
@@ -131,13 +131,13 @@ func (e *Engine) prepare(in Incoming) (models.RecordWrite, error) {
 	return w, err
 }
 
-func (e *Engine) linkSpecs(localType, localID string) []models.LinkSpec {
+func (e *Engine) linkSpecs(localType, localID, trace string) []models.LinkSpec {
 	var specs []models.LinkSpec
 	for _, name := range e.routes[localType] {
 		obj := e.services[name].Config.Objects[localType]
 		key := strings.NewReplacer("{local_id}", localID, "{local_type}", localType).Replace(obj.ExternalKey)
 		specs = append(specs, models.LinkSpec{RecordKey: models.RecordKey{LocalType: localType, LocalID: localID}, Service: name, ExternalKey: key,
-			IdempotencyKey: localType + "-" + localID + "-create"})
+			IdempotencyKey: localType + "-" + localID + "-create", TraceParent: trace})
 	}
 	return specs
 }

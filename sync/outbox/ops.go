@@ -13,7 +13,7 @@ import (
 // request or a send holds the link's in-progress row, it changes nothing and
 // returns an *models.InProgressError saying since when and by whom.
 func (e *Engine) SyncNow(ctx context.Context, linkID int64, who string) (*models.Link, error) {
-	l, err := models.RequestSync(e.db.WithContext(ctx), linkID, who, e.clock.Now(), e.opts.Hold)
+	l, err := models.RequestSync(e.db.WithContext(ctx), linkID, who, e.clock.Now(), e.opts.Hold, traceParent(ctx))
 	if err == nil {
 		e.poke()
 	}

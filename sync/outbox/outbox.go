@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
@@ -55,6 +57,9 @@ type Options struct {
 	// Redactor masks what the engine writes in its own words (a connector's
 	// panic); default: the built-in fields and patterns.
 	Redactor *redact.Redactor
+	// Tracer makes a span of each call a send makes (see trace.go); nil
+	// makes none.
+	Tracer trace.TracerProvider
 }
 
 // Engine sends links. One per process; several processes may share a Postgres.
@@ -68,6 +73,7 @@ type Engine struct {
 	paused   func() []string
 	breaker  Breaker
 	metrics  *metrics
+	tracer   trace.Tracer
 
 	mu   sync.Mutex
 	rnd  *rand.Rand
@@ -116,8 +122,12 @@ func New(db *gorm.DB, services []Service, clk clock.Clock, log *slog.Logger, opt
 		host, _ := os.Hostname()
 		opts.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), models.NewSecret(3))
 	}
+	if opts.Tracer == nil {
+		opts.Tracer = noop.NewTracerProvider()
+	}
 	e.opts = opts
 	e.metrics = newMetrics(opts.Registry, db)
+	e.tracer = opts.Tracer.Tracer("github.com/syncdesk/syncdesk/sync/outbox")
 	return e
 }
 

@@ -28,7 +28,7 @@ func (e *Engine) send(ctx context.Context, j job) (out models.LinkOutcome) {
 		return out
 	}
 	s := sender{e: e, svc: svc, j: j, out: &out, redact: e.opts.Redactor.ForPayload([]byte(j.payload), []byte(j.link.CreatePayload))}
-	s.run(ctx)
+	s.run(queuedBy(ctx, j.link))
 	return out
 }
 
@@ -56,7 +56,7 @@ func (s *sender) run(ctx context.Context) {
 	if conn.CanUpsert(l.LocalType) {
 		// One idempotent call by our key, created or updated alike: a lost
 		// answer is harmless, and no lookup is needed.
-		call := s.call(ctx, func() connector.Call { return conn.Upsert(ctx, s.record(s.j.payload)) })
+		call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Upsert(ctx, s.record(s.j.payload)) })
 		if len(call.Found) > 1 {
 			s.needsPerson(call.Found)
 			return
@@ -65,12 +65,12 @@ func (s *sender) run(ctx context.Context) {
 		return
 	}
 	if l.ExternalID != "" {
-		call := s.call(ctx, func() connector.Call { return conn.Update(ctx, s.record(s.j.payload)) })
+		call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Update(ctx, s.record(s.j.payload)) })
 		s.settle(call, s.j.hash)
 		return
 	}
 	if s.mustLookUp() {
-		call := s.call(ctx, func() connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
+		call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
 		switch {
 		case call.Class != connector.OK:
 			s.settle(call, "")
@@ -88,7 +88,9 @@ func (s *sender) run(ctx context.Context) {
 			return
 		}
 	}
-	call := s.call(ctx, func() connector.Call { return conn.Create(ctx, s.record(s.createBody()), l.IdempotencyKey) })
+	call := s.call(ctx, func(ctx context.Context) connector.Call {
+		return conn.Create(ctx, s.record(s.createBody()), l.IdempotencyKey)
+	})
 	s.settle(call, models.HashPayload(s.createBody()))
 }
 
@@ -154,8 +156,10 @@ func (s *sender) retryBudgetSpent() bool {
 
 // call runs one connector call, turning a panic into a permanent failure of
 // that attempt, and logs it as an attempt row.
-func (s *sender) call(ctx context.Context, f func() connector.Call) (c connector.Call) {
+func (s *sender) call(ctx context.Context, f func(context.Context) connector.Call) (c connector.Call) {
 	start := s.e.clock.Now()
+	callCtx, span := s.startSpan(ctx)
+	defer func() { s.endSpan(span, c) }()
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -168,7 +172,7 @@ func (s *sender) call(ctx context.Context, f func() connector.Call) (c connector
 				s.e.log.Error("connector panic", "service", s.svc.Name, "link", s.j.link.ID, "panic", s.redact.Text(fmt.Sprint(r)))
 			}
 		}()
-		c = f()
+		c = f(callCtx)
 	}()
 	// The connector masks what it can see of the record (a create's or an
 	// update's body); a lookup carries none of it, yet its answer may
@@ -177,10 +181,7 @@ func (s *sender) call(ctx context.Context, f func() connector.Call) (c connector
 	s.stopped = ctx.Err() != nil
 	s.breaker(ctx, c)
 	s.out.Attempts++
-	outcome := models.Outcome(c.Class)
-	if c.Class != connector.OK && c.Ambiguous {
-		outcome = models.OutcomeAmbiguous
-	}
+	outcome := outcomeOf(c)
 	s.out.Calls = append(s.out.Calls, models.Attempt{LinkID: s.j.link.ID, Number: s.out.Attempts, Operation: c.Operation,
 		IdempotencyKey: c.IdempotencyKey, HTTPCode: c.HTTPCode, DurationMS: c.Duration.Milliseconds(), Outcome: outcome,
 		ExternalID: c.ExternalID, Error: c.Error, RequestExcerpt: c.Request, ResponseExcerpt: c.Response,
@@ -252,4 +253,12 @@ func (s *sender) settle(c connector.Call, pushed string) {
 		}
 		s.out.Status, s.out.NextAttempt = models.StatusRetry, now.Add(delay)
 	}
+}
+
+// outcomeOf is the attempt log's word for what a call came to.
+func outcomeOf(c connector.Call) models.Outcome {
+	if c.Class != connector.OK && c.Ambiguous {
+		return models.OutcomeAmbiguous
+	}
+	return models.Outcome(c.Class)
 }

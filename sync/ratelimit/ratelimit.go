@@ -46,6 +46,8 @@ type Options struct {
 	// MaxBlock caps any block a provider asks for (default 15m): a
 	// Retry-After of a year must not stop a service for a year.
 	MaxBlock time.Duration
+	// Metrics counts the time calls wait (NewMetrics); nil counts nothing.
+	Metrics *Metrics
 }
 
 func (o Options) withDefaults() Options {
@@ -110,6 +112,9 @@ func (l *Limiter) Wait(ctx context.Context) (done func(*http.Response), err erro
 	if l == nil {
 		return func(*http.Response) {}, nil
 	}
+	// A call given up while it waited waited all the same.
+	start := l.opts.Clock.Now()
+	defer func() { l.opts.Metrics.observe(l.service, l.opts.Clock.Now().Sub(start)) }()
 	release, probing, err := l.slot(ctx)
 	if err != nil {
 		return nil, err
