@@ -127,7 +127,7 @@ func benchRawInsert(b *testing.B, db *gorm.DB, eng *Engine, n int) {
 				b.Fatal(err)
 			}
 			recs = append(recs, models.Record{LocalType: in.Type, LocalID: in.ID, Payload: canonical, ContentHash: hash, CreatedAt: now, UpdatedAt: now})
-			for _, s := range eng.linkSpecs(in.Type, in.ID) {
+			for _, s := range eng.linkSpecs(in.Type, in.ID, "") {
 				links = append(links, models.Link{LocalType: in.Type, LocalID: in.ID, ExternalService: s.Service, ExternalKey: s.ExternalKey,
 					IdempotencyKey: s.IdempotencyKey, Status: models.StatusNew, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now})
 			}
