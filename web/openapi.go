@@ -19,10 +19,12 @@ import (
 //go:embed openapi.yaml
 var openAPIYAML []byte
 
-// openAPIJSON turns the embedded document into JSON, once, at start.
-func openAPIJSON() ([]byte, error) {
+// openAPIJSON is the embedded document as JSON, made once, at start.
+func openAPIJSON() ([]byte, error) { return yamlToJSON(openAPIYAML) }
+
+func yamlToJSON(src []byte) ([]byte, error) {
 	var doc any
-	if err := yaml.Unmarshal(openAPIYAML, &doc); err != nil {
+	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, fmt.Errorf("web/openapi.yaml: %w", err)
 	}
 	out, err := json.Marshal(doc)

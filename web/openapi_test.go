@@ -45,6 +45,18 @@ func TestOpenAPIDocumentIsServedAndValid(t *testing.T) {
 	require.Empty(t, again.body)
 }
 
+// A status code left unquoted in web/openapi.yaml is a number, and JSON
+// keys are strings: the start stops, saying so, rather than serve a broken
+// document.
+func TestOpenAPIUnquotedStatusStopsTheStart(t *testing.T) {
+	t.Parallel()
+	_, err := yamlToJSON([]byte("paths:\n  /x:\n    get:\n      responses:\n        200: {description: ok}\n"))
+	require.ErrorContains(t, err, "quote every status code")
+	out, err := yamlToJSON([]byte("responses:\n  \"200\": {description: ok}\n"))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"responses":{"200":{"description":"ok"}}}`, string(out))
+}
+
 var echoParam = regexp.MustCompile(`:([^/]+)`)
 
 // Every route under /api/ is in the document, with its method, and the
