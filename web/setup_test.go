@@ -100,6 +100,7 @@ type client struct {
 func (b *bundle) client() *client {
 	jar, _ := cookiejar.New(nil)
 	return &client{b: b, ip: "198.51.100.7", http: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		Transport:     openAPIChecked{t: b.t, base: http.DefaultTransport}, // every /api/ call checked against the document
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
