@@ -26,6 +26,7 @@ type openAPISpec struct {
 }
 
 var loadOpenAPISpec = sync.OnceValues(func() (*openAPISpec, error) {
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", decodeNDJSON)
 	raw, err := openAPIJSON()
 	if err != nil {
 		return nil, err
@@ -43,6 +44,27 @@ var loadOpenAPISpec = sync.OnceValues(func() (*openAPISpec, error) {
 	}
 	return &openAPISpec{doc: doc, router: router}, nil
 })
+
+// decodeNDJSON reads one JSON value per line, blank lines skipped, as the
+// elements of an array: how the document describes a batch sent as NDJSON.
+func decodeNDJSON(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	out := []any{}
+	for n, line := range bytes.Split(raw, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(line, &v); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n+1, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
 
 // seenResponses records "test|operationId|status" for every API answer the
 // check passed, so that a test can tell which documented answers it saw.

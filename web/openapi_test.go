@@ -122,11 +122,25 @@ func TestOpenAPIEveryDocumentedAnswerIsSeen(t *testing.T) {
 	big := `{"x":"` + strings.Repeat("a", models.MaxPayload) + `"}`
 	require.Equal(t, http.StatusRequestEntityTooLarge, a.send("PUT", "/api/v1/records/order/1", big).status)
 
+	// postRecords: 200 (JSON and NDJSON), 400, 401, 413, 415.
+	code, batch := a.postBatch("application/json", `[{"type":"order","id":"2","payload":{"title":"Order 2"}},7]`)
+	require.Equal(t, http.StatusOK, code, batch.Error)
+	require.Equal(t, 1, batch.Refused, "a record that is not an object is refused on its own")
+	code, _ = a.postBatch("application/x-ndjson", "{\"type\":\"order\",\"id\":\"3\",\"payload\":{}}\n")
+	require.Equal(t, http.StatusOK, code)
+	code, _ = a.postBatch("application/json", `[{"type":`)
+	require.Equal(t, http.StatusBadRequest, code)
+	anon.do(http.MethodPost, "/api/v1/records", nil, nil)
+	code, _ = a.postBatch("application/json", "["+strings.Repeat(`{},`, 1000)+"{}]")
+	require.Equal(t, http.StatusRequestEntityTooLarge, code)
+	code, _ = a.postBatch("text/csv", "type,id\norder,4\n")
+	require.Equal(t, http.StatusUnsupportedMediaType, code)
+
 	// getRecord: 200, 400, 401, 404.
 	a.do("GET", "/api/v1/records/order/1", "")
 	require.Equal(t, http.StatusBadRequest, a.send("GET", "/api/v1/records/order/a%20b", "").status)
 	anon.get("/api/v1/records/order/1")
-	a.do("GET", "/api/v1/records/order/2", "")
+	a.do("GET", "/api/v1/records/order/999", "")
 
 	// syncLink: 202, 400, 401, 404, 409 (the first is still being sent).
 	links, err := models.RecordLinks(b.db, "order", "1")
