@@ -20,6 +20,7 @@ import (
 
 // Request is one request a receiver got.
 type Request struct {
+	Path   string
 	Header http.Header
 	Body   []byte
 	// Verified says the Standard Webhooks signature was checked and held
@@ -66,7 +67,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		verified = h(w, r, body)
 	}
 	rc.mu.Lock()
-	rc.got = append(rc.got, Request{Header: r.Header.Clone(), Body: body, Verified: verified})
+	rc.got = append(rc.got, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Verified: verified})
 	rc.mu.Unlock()
 }
 
