@@ -93,15 +93,7 @@ func TestAHugeAnswerIsReadOnlyInPart(t *testing.T) {
 // A receiver that never answers holds a send no longer than the channel's
 // timeout; a caller that gives up ends it at once.
 func TestASendNeverOutlivesItsTimeout(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	rc := notifytest.NewReceiver(t, func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-		return false
-	})
+	rc := notifytest.Hanging(t)
 	for _, kind := range []string{"webhook", "slack"} {
 		ch, err := notify.New("ops", config.AlertChannel{Kind: kind, URL: rc.URL + "/services/" + notifytest.SlackToken, Secret: hookSecret, Timeout: 300 * time.Millisecond})
 		require.NoError(t, err)

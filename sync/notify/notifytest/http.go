@@ -9,6 +9,7 @@ package notifytest
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -45,10 +46,47 @@ type Receiver struct {
 // the test.
 func NewReceiver(t testing.TB, h HandlerFunc) *Receiver {
 	t.Helper()
+	return receiverAt(t, "127.0.0.1:0", h)
+}
+
+// receiverAt is a receiver listening on addr.
+func receiverAt(t testing.TB, addr string, h HandlerFunc) *Receiver {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	require.NoError(t, err, "listen on %s", addr)
 	rc := &Receiver{handle: h}
-	rc.Server = httptest.NewServer(http.HandlerFunc(rc.serve))
+	rc.Server = httptest.NewUnstartedServer(http.HandlerFunc(rc.serve))
+	rc.Listener = l
+	rc.Start()
 	t.Cleanup(rc.Close)
 	return rc
+}
+
+// Hanging starts a receiver that takes every request and never answers:
+// each waits until its sender gives up, or the test ends.
+func Hanging(t testing.TB) *Receiver {
+	t.Helper()
+	release := make(chan struct{})
+	rc := NewReceiver(t, func(_ http.ResponseWriter, r *http.Request, _ []byte) bool {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+		return false
+	})
+	t.Cleanup(func() { close(release) }) // before the server's Close, which waits for its requests
+	return rc
+}
+
+// RefusedAddr is an address on 127.0.0.1 where nothing listens: a
+// connection to it is refused, until something listens there again.
+func RefusedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
 }
 
 func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
@@ -110,9 +148,16 @@ func Answer(status int, body string) HandlerFunc {
 // what holds, 401 with the library's reason to anything else.
 func Webhook(t testing.TB, secret string) *Receiver {
 	t.Helper()
+	return WebhookAt(t, secret, "127.0.0.1:0")
+}
+
+// WebhookAt is Webhook listening on addr: a receiver that was down (see
+// RefusedAddr) coming back.
+func WebhookAt(t testing.TB, secret, addr string) *Receiver {
+	t.Helper()
 	wh, err := standardwebhooks.NewWebhook(secret)
 	require.NoError(t, err)
-	return NewReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	return receiverAt(t, addr, func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		if err := wh.Verify(body, r.Header); err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return false
