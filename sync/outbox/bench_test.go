@@ -93,22 +93,7 @@ func benchSync(b *testing.B, db *gorm.DB, latency time.Duration, inproc bool) {
 		raw, elapsed := rawWriteTx(b, db, 0)
 		rawRate = float64(raw) / elapsed.Seconds()
 	}
-	crm := sandbox.NewCRM(sandbox.Options{Latency: latency})
-	srv := httptest.NewServer(crm)
-	b.Cleanup(srv.Close)
-	svc := Service{Name: "crm", Config: crmConfig(srv.URL)}
-	// A timeout would send a link to retry, seconds later, and fail the run:
-	// give a busy machine room rather than measure the retry policy.
-	svc.Config.Timeout = 10 * time.Second
-	var transport http.RoundTripper
-	if inproc {
-		transport = inprocTransport{crm}
-	}
-	// Paced as main wires it: through the service's rate limiter, which
-	// with no limit configured or learned costs no database round trip.
-	gate := ratelimit.New(db, svc.Name, svc.Config.RateLimit, ratelimit.Options{Logger: slog.New(slog.DiscardHandler)})
-	svc.Conn = connector.NewHTTP(svc.Name, svc.Config, redact.New(nil), transport).WithGate(gate)
-	eng := New(db, []Service{svc}, clock.Real{}, slog.New(slog.DiscardHandler), Options{Concurrency: benchConcurrency})
+	eng, crm := benchEngine(b, db, latency, inproc)
 	enqueueOrders(b, db, eng, n)
 
 	b.StartTimer()
@@ -128,6 +113,29 @@ func benchSync(b *testing.B, db *gorm.DB, latency time.Duration, inproc bool) {
 		b.ReportMetric(rawRate, "raw-tx/s")
 		b.ReportMetric(rate/rawRate, "x-raw")
 	}
+}
+
+// benchEngine is an engine as main wires it, with 64 sends in flight, to
+// the sandbox CRM answering after latency, over loopback TCP or, inproc,
+// straight to its handler.
+func benchEngine(b *testing.B, db *gorm.DB, latency time.Duration, inproc bool) (*Engine, *sandbox.Provider) {
+	b.Helper()
+	crm := sandbox.NewCRM(sandbox.Options{Latency: latency})
+	srv := httptest.NewServer(crm)
+	b.Cleanup(srv.Close)
+	svc := Service{Name: "crm", Config: crmConfig(srv.URL)}
+	// A timeout would send a link to retry, seconds later, and fail the run:
+	// give a busy machine room rather than measure the retry policy.
+	svc.Config.Timeout = 10 * time.Second
+	var transport http.RoundTripper
+	if inproc {
+		transport = inprocTransport{crm}
+	}
+	// Paced as main wires it: through the service's rate limiter, which
+	// with no limit configured or learned costs no database round trip.
+	gate := ratelimit.New(db, svc.Name, svc.Config.RateLimit, ratelimit.Options{Logger: slog.New(slog.DiscardHandler)})
+	svc.Conn = connector.NewHTTP(svc.Name, svc.Config, redact.New(nil), transport).WithGate(gate)
+	return New(db, []Service{svc}, clock.Real{}, slog.New(slog.DiscardHandler), Options{Concurrency: benchConcurrency}), crm
 }
 
 // enqueueOrders stores n orders and their links as Upsert would, in bulk:
