@@ -116,7 +116,8 @@ func (rc *Receiver) Handle(h HandlerFunc) {
 	rc.handle = h
 }
 
-// Requests are the requests received so far, in order.
+// Requests are the requests answered so far, in the order their answers
+// ended (a request is kept once its handler has said whether it verified).
 func (rc *Receiver) Requests() []Request {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
