@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +15,7 @@ import (
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/notify"
+	"github.com/syncdesk/syncdesk/sync/notify/notifytest"
 )
 
 func TestBackoffDoublesToItsCapWithJitter(t *testing.T) {
@@ -144,23 +140,13 @@ func TestAFailedSendKeepsNoSecret(t *testing.T) {
 	require.Contains(t, n.LastError, "connection reset")
 }
 
-// postChannel posts each message to a real HTTP receiver.
-type postChannel struct{ url string }
-
-func (p postChannel) Send(ctx context.Context, m notify.Message) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, strings.NewReader(m.Title))
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("the receiver answered %d", resp.StatusCode)
-	}
-	return nil
+// webhookTo is a webhook channel named rec, as setup's recorder is, that
+// posts to url signed with hookSecret.
+func webhookTo(t *testing.T, url string) notify.Channel {
+	t.Helper()
+	ch, err := notify.New("rec", config.AlertChannel{Kind: "webhook", URL: url, Secret: hookSecret})
+	require.NoError(t, err)
+	return ch
 }
 
 // A receiver that takes the request and never answers costs one try of
@@ -168,17 +154,8 @@ func (p postChannel) Send(ctx context.Context, m notify.Message) error {
 // the send's time limit with the notification to retry.
 func TestAReceiverThatHangsHoldsNothing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		release := make(chan struct{})
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}))
-		defer srv.Close()
-		defer close(release)
 		b := setup(t, db, config.Alerts{})
-		b.a.channels = map[string]notify.Channel{"rec": postChannel{url: srv.URL}}
+		b.a.channels = map[string]notify.Channel{"rec": webhookTo(t, notifytest.Hanging(t).URL)}
 		b.a.sendTimeout = 300 * time.Millisecond
 		openPause(t, b)
 
@@ -253,40 +230,35 @@ func TestIncidentsOverLongAgoArePruned(t *testing.T) {
 	})
 }
 
-// A real receiver that is down answers 503: the notification is sent
-// again after its backoff, and once the receiver is back it arrives once.
+// A real receiver that is down (its port refuses): the notification is
+// sent again after its backoff, and once the receiver is back it arrives
+// once, verified.
 func TestAReceiverThatIsDownGetsTheNotificationWhenBack(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		var mu sync.Mutex
-		var got []string
-		down := true
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			defer mu.Unlock()
-			if down {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				return
-			}
-			body, _ := io.ReadAll(r.Body)
-			got = append(got, string(body))
-		}))
-		defer srv.Close()
+		addr := notifytest.RefusedAddr(t)
 		b := setup(t, db, config.Alerts{})
-		b.a.channels = map[string]notify.Channel{"rec": postChannel{url: srv.URL}}
+		b.a.channels = map[string]notify.Channel{"rec": webhookTo(t, "http://"+addr+"/hooks")}
 		openPause(t, b)
 		ctx := context.Background()
 		require.NoError(t, b.a.Deliver(ctx))
-		require.Contains(t, notifications(t, db)[0].LastError, "503")
-		mu.Lock()
-		down = false
-		mu.Unlock()
+		n := notifications(t, db)[0]
+		require.Equal(t, models.NotificationPending, n.Status)
+		require.Contains(t, n.LastError, "could not reach the receiver")
+		require.Contains(t, n.LastError, "connection refused")
+
+		rc := notifytest.WebhookAt(t, hookSecret, addr) // back
 		require.NoError(t, b.a.Deliver(ctx))
-		require.Empty(t, got, "not before its backoff")
+		require.Empty(t, rc.Requests(), "not before its backoff")
 		b.clock.Advance(5 * time.Second)
 		require.NoError(t, b.a.Deliver(ctx))
 		require.NoError(t, b.a.Deliver(ctx))
-		require.Equal(t, []string{"crm has been paused for 60 minutes"}, got)
-		n := notifications(t, db)[0]
+		got := rc.Verified()
+		require.Len(t, got, 1, "once, verified")
+		e, err := got[0].Event()
+		require.NoError(t, err)
+		require.Equal(t, "incident.opened", e.Type)
+		require.Equal(t, "crm has been paused for 60 minutes", e.Data["title"])
+		n = notifications(t, db)[0]
 		require.Equal(t, models.NotificationSent, n.Status)
 		require.Equal(t, 2, n.Tries)
 	})

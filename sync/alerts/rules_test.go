@@ -86,45 +86,59 @@ func TestEachRuleFiresOnceRepeatsAndResolves(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 				b := setup(t, db, config.Alerts{Repeat: 2 * time.Minute, DeskURL: "https://desk.example.com"})
-				b.step(t) // the samples the rising rules compare with
-				require.Empty(t, b.states(), "nothing is wrong yet")
-				b.clock.Advance(time.Minute)
-				tc.cause(t, b)
-				b.step(t)
-				b.step(t)
-				open, err := models.OpenIncidents(db)
-				require.NoError(t, err)
-				require.Len(t, open, 1, "one incident")
-				require.Equal(t, tc.rule, open[0].Rule)
-				require.Equal(t, tc.subject, open[0].Subject)
-				require.Equal(t, []notify.State{notify.Opened}, b.states())
-				m := b.rec.messages()[0]
+				incident := driveRule(t, b, tc, func(t *testing.T, want []notify.State, why string) {
+					require.Equal(t, want, b.states(), why)
+				})
+				msgs := b.rec.messages()
+				m := msgs[0]
 				require.Contains(t, m.Title, tc.title)
 				require.NotEmpty(t, m.Text)
 				require.Contains(t, m.URL, "https://desk.example.com/")
-				require.Equal(t, open[0].ID, m.Incident)
-
-				b.clock.Advance(time.Minute)
-				b.step(t)
-				require.Equal(t, []notify.State{notify.Opened}, b.states(), "not again before the repeat interval")
-				b.clock.Advance(time.Minute)
-				b.step(t)
-				b.step(t)
-				require.Equal(t, []notify.State{notify.Opened, notify.Repeated}, b.states(), "once per repeat interval")
-
-				tc.clear(t, b)
-				b.step(t)
-				b.step(t)
-				require.Equal(t, []notify.State{notify.Opened, notify.Repeated, notify.Resolved}, b.states())
-				open, err = models.OpenIncidents(db)
-				require.NoError(t, err)
-				require.Empty(t, open)
-				msgs := b.rec.messages()
+				require.Equal(t, incident, m.Incident)
 				require.Equal(t, msgs[0].Incident, msgs[2].Incident)
 				require.NotEqual(t, msgs[0].ID, msgs[1].ID, "each notification its own id")
 			})
 		})
 	}
+}
+
+// driveRule takes a rule through its incident on b's fake clock, with a
+// repeat interval of 2 minutes: nothing, then the cause, once opened, not
+// again within the interval, repeated once after it, resolved once cleared.
+// sent checks after each step that what was sent so far is want. It
+// returns the incident's id.
+func driveRule(t *testing.T, b *bundle, tc ruleCase, sent func(t *testing.T, want []notify.State, why string)) int64 {
+	t.Helper()
+	b.step(t) // the samples the rising rules compare with
+	sent(t, nil, "nothing is wrong yet")
+	b.clock.Advance(time.Minute)
+	tc.cause(t, b)
+	b.step(t)
+	b.step(t)
+	open, err := models.OpenIncidents(b.db)
+	require.NoError(t, err)
+	require.Len(t, open, 1, "one incident")
+	require.Equal(t, tc.rule, open[0].Rule)
+	require.Equal(t, tc.subject, open[0].Subject)
+	incident := open[0].ID
+	sent(t, []notify.State{notify.Opened}, "opened once")
+
+	b.clock.Advance(time.Minute)
+	b.step(t)
+	sent(t, []notify.State{notify.Opened}, "not again before the repeat interval")
+	b.clock.Advance(time.Minute)
+	b.step(t)
+	b.step(t)
+	sent(t, []notify.State{notify.Opened, notify.Repeated}, "once per repeat interval")
+
+	tc.clear(t, b)
+	b.step(t)
+	b.step(t)
+	sent(t, []notify.State{notify.Opened, notify.Repeated, notify.Resolved}, "resolved once cleared")
+	open, err = models.OpenIncidents(b.db)
+	require.NoError(t, err)
+	require.Empty(t, open)
+	return incident
 }
 
 // A paused service's links wait on purpose: the service_paused rule says

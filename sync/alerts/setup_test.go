@@ -60,8 +60,17 @@ type bundle struct {
 
 func setup(t *testing.T, db *gorm.DB, cfg config.Alerts) *bundle {
 	t.Helper()
-	b := &bundle{db: db, clock: clock.NewFake(t0), rec: &recorder{}}
-	b.a = New(db, cfg, map[string]notify.Channel{"rec": b.rec}, b.clock, slog.New(slog.DiscardHandler))
+	rec := &recorder{}
+	b := setupChannels(t, db, cfg, map[string]notify.Channel{"rec": rec})
+	b.rec = rec
+	return b
+}
+
+// setupChannels is setup with the channels given instead of a recorder.
+func setupChannels(t *testing.T, db *gorm.DB, cfg config.Alerts, channels map[string]notify.Channel) *bundle {
+	t.Helper()
+	b := &bundle{db: db, clock: clock.NewFake(t0)}
+	b.a = New(db, cfg, channels, b.clock, slog.New(slog.DiscardHandler))
 	b.a.jitter = func() float64 { return 0 }
 	return b
 }

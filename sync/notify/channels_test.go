@@ -15,10 +15,11 @@ import (
 
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/notify"
+	"github.com/syncdesk/syncdesk/sync/notify/notifytest"
 )
 
 func TestFromConfigMakesEveryChannel(t *testing.T) {
-	rc := verifyingReceiver(t, hookSecret)
+	rc := notifytest.Webhook(t, hookSecret)
 	chans, err := notify.FromConfig(config.Alerts{Channels: map[string]config.AlertChannel{
 		"hook": {Kind: "webhook", URL: rc.URL, Secret: hookSecret},
 		"chat": {Kind: "slack", URL: rc.URL},
@@ -53,14 +54,14 @@ func TestAnHTTPSReceiverMustBeTrusted(t *testing.T) {
 
 // A title holding a line break cannot add a header to the mail.
 func TestATitleCannotForgeAMailHeader(t *testing.T) {
-	ms, pool := newMailServer(t, mailOptions{startTLS: true})
+	ms := notifytest.Mail(t, notifytest.MailOptions{StartTLS: true})
 	m := message()
 	m.Title = "crm paused\r\nBcc: someone@evil.example"
-	require.NoError(t, mailChannel(t, ms, pool, nil).Send(context.Background(), m))
-	mails, _ := ms.sent()
+	require.NoError(t, mailChannel(t, ms, ms.Pool, nil).Send(context.Background(), m))
+	mails, _ := ms.Sent()
 	require.Len(t, mails, 1)
-	require.Equal(t, []string{"ops@example.com", "bo@example.com"}, mails[0].to)
-	msg, err := mail.ReadMessage(strings.NewReader(string(mails[0].data)))
+	require.Equal(t, []string{"ops@example.com", "bo@example.com"}, mails[0].To)
+	msg, err := mail.ReadMessage(strings.NewReader(string(mails[0].Data)))
 	require.NoError(t, err)
 	require.Empty(t, msg.Header.Get("Bcc"))
 	subject, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
@@ -70,17 +71,17 @@ func TestATitleCannotForgeAMailHeader(t *testing.T) {
 
 // An id that cannot stand in a Message-ID is hashed, the same on a retry.
 func TestAMessageIDIsValidForAnyID(t *testing.T) {
-	ms, pool := newMailServer(t, mailOptions{startTLS: true})
-	ch := mailChannel(t, ms, pool, nil)
+	ms := notifytest.Mail(t, notifytest.MailOptions{StartTLS: true})
+	ch := mailChannel(t, ms, ms.Pool, nil)
 	m := message()
 	m.ID = "incident:12/opened@1"
 	require.NoError(t, ch.Send(context.Background(), m))
 	require.NoError(t, ch.Send(context.Background(), m))
-	mails, _ := ms.sent()
+	mails, _ := ms.Sent()
 	require.Len(t, mails, 2)
 	var ids []string
 	for _, sent := range mails {
-		msg, err := mail.ReadMessage(strings.NewReader(string(sent.data)))
+		msg, err := mail.ReadMessage(strings.NewReader(string(sent.Data)))
 		require.NoError(t, err)
 		_, _ = io.Copy(io.Discard, msg.Body)
 		ids = append(ids, msg.Header.Get("Message-ID"))
@@ -92,10 +93,10 @@ func TestAMessageIDIsValidForAnyID(t *testing.T) {
 // One e-mail channel serves dozens of goroutines, each on its own
 // connection.
 func TestOneEmailChannelSendsConcurrently(t *testing.T) {
-	ms, pool := newMailServer(t, mailOptions{startTLS: true})
-	ch := mailChannel(t, ms, pool, nil)
+	ms := notifytest.Mail(t, notifytest.MailOptions{StartTLS: true})
+	ch := mailChannel(t, ms, ms.Pool, nil)
 	sendConcurrently(t, ch, 24)
-	mails, auths := ms.sent()
+	mails, auths := ms.Sent()
 	require.Len(t, mails, 24)
 	require.Len(t, auths, 24)
 }
@@ -103,16 +104,16 @@ func TestOneEmailChannelSendsConcurrently(t *testing.T) {
 // A long title in any script stays within a mail line's limit, and reads
 // back whole but for the cut.
 func TestALongTitleMakesAValidSubject(t *testing.T) {
-	ms, pool := newMailServer(t, mailOptions{startTLS: true})
+	ms := notifytest.Mail(t, notifytest.MailOptions{StartTLS: true})
 	m := message()
 	m.Title = strings.Repeat("Ошибка синхронизации ", 30)
-	require.NoError(t, mailChannel(t, ms, pool, nil).Send(context.Background(), m))
-	mails, _ := ms.sent()
+	require.NoError(t, mailChannel(t, ms, ms.Pool, nil).Send(context.Background(), m))
+	mails, _ := ms.Sent()
 	require.Len(t, mails, 1)
-	for _, line := range strings.Split(string(mails[0].data), "\r\n") {
+	for _, line := range strings.Split(string(mails[0].Data), "\r\n") {
 		require.LessOrEqual(t, len(line), 998)
 	}
-	msg, err := mail.ReadMessage(strings.NewReader(string(mails[0].data)))
+	msg, err := mail.ReadMessage(strings.NewReader(string(mails[0].Data)))
 	require.NoError(t, err)
 	got, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
 	require.NoError(t, err)

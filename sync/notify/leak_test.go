@@ -16,15 +16,17 @@ import (
 
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/notify"
+	"github.com/syncdesk/syncdesk/sync/notify/notifytest"
 )
 
 // echo answers 400 with the whole request it got, and whatever else is
 // given, as a careless receiver does.
-func echo(extra ...string) func(http.ResponseWriter, *http.Request, []byte) {
-	return func(w http.ResponseWriter, r *http.Request, body []byte) {
+func echo(extra ...string) notifytest.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		dump, _ := httputil.DumpRequest(r, false)
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintf(w, "refused %s%s %s\n%s\n%s", r.Host, r.URL, dump, body, strings.Join(extra, " "))
+		return false
 	}
 }
 
@@ -41,7 +43,7 @@ func TestAWebhooksSecretsStayOutOfItsErrors(t *testing.T) {
 	t.Setenv("HOOK_SECRET", hookSecret)
 	t.Setenv("HOOK_TOKEN", "hook-bearer-token-123")
 	key := strings.TrimPrefix(hookSecret, "whsec_")
-	rc := newReceiver(t, echo(hookSecret, key, `{"secret":"`+key+`"}`))
+	rc := notifytest.NewReceiver(t, echo(hookSecret, key, `{"secret":"`+key+`"}`))
 	ch, err := notify.New("ops", config.AlertChannel{Kind: "webhook", URL: rc.URL, Secret: "${HOOK_SECRET}",
 		Headers: map[string]string{"Authorization": "Bearer ${HOOK_TOKEN}"}})
 	require.NoError(t, err)
@@ -49,39 +51,39 @@ func TestAWebhooksSecretsStayOutOfItsErrors(t *testing.T) {
 	requirePermanent(t, err, true)
 	require.Contains(t, err.Error(), "the receiver answered 400 Bad Request: refused", "the answer is quoted, redacted")
 	requireNoSecret(t, err, hookSecret, key, "hook-bearer-token-123")
-	require.Equal(t, "Bearer hook-bearer-token-123", rc.requests()[0].header.Get("Authorization"), "the header was sent")
+	require.Equal(t, "Bearer hook-bearer-token-123", rc.Requests()[0].Header.Get("Authorization"), "the header was sent")
 }
 
 func TestASlackURLStaysOutOfItsErrors(t *testing.T) {
-	rc := newReceiver(t, nil)
-	url := rc.URL + "/services/" + slackToken
+	rc := notifytest.NewReceiver(t, nil)
+	url := rc.URL + "/services/" + notifytest.SlackToken
 	escaped := strings.ReplaceAll(url, "/", `\/`)
-	rc.hand = echo(url, escaped, "token="+slackToken)
+	rc.Handle(echo(url, escaped, "token="+notifytest.SlackToken))
 	err := slackChannel(t, url).Send(context.Background(), message())
 	requirePermanent(t, err, true)
-	requireNoSecret(t, err, url, "/services/"+slackToken, slackToken, "abcdefghijklmnopqrstuvwx", escaped)
+	requireNoSecret(t, err, url, notifytest.SlackPath, notifytest.SlackToken, "abcdefghijklmnopqrstuvwx", escaped)
 
 	rc.Close() // no answer at all: the error of the dial does not quote the URL either
 	err = slackChannel(t, url).Send(context.Background(), message())
 	requirePermanent(t, err, false)
-	requireNoSecret(t, err, "/services/", slackToken)
+	requireNoSecret(t, err, "/services/", notifytest.SlackToken)
 }
 
 // A server that refuses a sign-in quoting the password back, alone and in
 // the AUTH PLAIN form it came in, has neither quoted in the error.
 func TestAnSMTPPasswordStaysOutOfItsErrors(t *testing.T) {
-	ms, pool := newMailServer(t, mailOptions{startTLS: true})
+	ms := notifytest.Mail(t, notifytest.MailOptions{StartTLS: true})
 	t.Setenv("TEST_WRONG_PASSWORD", "wrong-password-xyz")
 	plain := base64.StdEncoding.EncodeToString([]byte("\x00desk\x00wrong-password-xyz"))
-	ms.authErr = &smtp.SMTPError{Code: 535, Message: "no such pair desk/wrong-password-xyz " + plain}
-	err := mailChannel(t, ms, pool, func(c *config.AlertChannel) { c.Password = "${TEST_WRONG_PASSWORD}" }).Send(context.Background(), message())
+	ms.AnswerWrongPassword(&smtp.SMTPError{Code: 535, Message: "no such pair desk/wrong-password-xyz " + plain})
+	err := mailChannel(t, ms, ms.Pool, func(c *config.AlertChannel) { c.Password = "${TEST_WRONG_PASSWORD}" }).Send(context.Background(), message())
 	requirePermanent(t, err, true)
 	require.Contains(t, err.Error(), "no such pair desk/[redacted] [redacted]")
 	requireNoSecret(t, err, "wrong-password-xyz", plain)
 }
 
 func TestAHugeAnswerIsReadOnlyInPart(t *testing.T) {
-	rc := newReceiver(t, answer(http.StatusBadRequest, strings.Repeat("no ", 1<<20)))
+	rc := notifytest.NewReceiver(t, notifytest.Answer(http.StatusBadRequest, strings.Repeat("no ", 1<<20)))
 	err := webhookChannel(t, rc.URL).Send(context.Background(), message())
 	requirePermanent(t, err, true)
 	require.LessOrEqual(t, len(err.Error()), 700)
@@ -91,16 +93,9 @@ func TestAHugeAnswerIsReadOnlyInPart(t *testing.T) {
 // A receiver that never answers holds a send no longer than the channel's
 // timeout; a caller that gives up ends it at once.
 func TestASendNeverOutlivesItsTimeout(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	})
+	rc := notifytest.Hanging(t)
 	for _, kind := range []string{"webhook", "slack"} {
-		ch, err := notify.New("ops", config.AlertChannel{Kind: kind, URL: rc.URL + "/services/" + slackToken, Secret: hookSecret, Timeout: 300 * time.Millisecond})
+		ch, err := notify.New("ops", config.AlertChannel{Kind: kind, URL: rc.URL + "/services/" + notifytest.SlackToken, Secret: hookSecret, Timeout: 300 * time.Millisecond})
 		require.NoError(t, err)
 		start := time.Now()
 		err = ch.Send(context.Background(), message())
@@ -109,7 +104,7 @@ func TestASendNeverOutlivesItsTimeout(t *testing.T) {
 		require.True(t, errors.Is(err, context.DeadlineExceeded), "%s: %v", kind, err)
 		require.Contains(t, err.Error(), "no answer within 300ms")
 
-		patient, err := notify.New("ops", config.AlertChannel{Kind: kind, URL: rc.URL + "/services/" + slackToken, Secret: hookSecret, Timeout: time.Minute})
+		patient, err := notify.New("ops", config.AlertChannel{Kind: kind, URL: rc.URL + "/services/" + notifytest.SlackToken, Secret: hookSecret, Timeout: time.Minute})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		start = time.Now()

@@ -3,7 +3,6 @@ package notify_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -11,30 +10,8 @@ import (
 
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/notify"
+	"github.com/syncdesk/syncdesk/sync/notify/notifytest"
 )
-
-// slackToken is the secret part of the fake Slack's webhook URL.
-const slackToken = "T0001/B0001/abcdefghijklmnopqrstuvwx"
-
-// fakeSlack answers as Slack's incoming webhooks do: 200 "ok" to a
-// message with a fallback text and blocks, 400 invalid_payload to one
-// without, 404 no_service at any other path.
-func fakeSlack(t *testing.T) *receiver {
-	return newReceiver(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		var msg struct {
-			Text   string            `json:"text"`
-			Blocks []json.RawMessage `json:"blocks"`
-		}
-		switch {
-		case r.URL.Path != "/services/"+slackToken:
-			http.Error(w, "no_service", http.StatusNotFound)
-		case r.Header.Get("Content-Type") != "application/json", json.Unmarshal(body, &msg) != nil, msg.Text == "", len(msg.Blocks) == 0:
-			http.Error(w, "invalid_payload", http.StatusBadRequest)
-		default:
-			_, _ = w.Write([]byte("ok"))
-		}
-	})
-}
 
 func slackChannel(t *testing.T, url string) notify.Channel {
 	t.Helper()
@@ -43,36 +20,19 @@ func slackChannel(t *testing.T, url string) notify.Channel {
 	return ch
 }
 
-// block is a Block Kit block as the tests read it.
-type block struct {
-	Type string `json:"type"`
-	Text struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"text"`
-	Elements []struct {
-		Type string          `json:"type"`
-		Text json.RawMessage `json:"text"`
-		URL  string          `json:"url"`
-	} `json:"elements"`
-}
-
-func slackSent(t *testing.T, rc *receiver) (string, []block) {
+func slackSent(t *testing.T, rc *notifytest.Receiver) (string, []notifytest.SlackBlock) {
 	t.Helper()
-	got := rc.requests()
+	got := rc.Requests()
 	require.NotEmpty(t, got)
-	var msg struct {
-		Text   string  `json:"text"`
-		Blocks []block `json:"blocks"`
-	}
-	require.NoError(t, json.Unmarshal(got[len(got)-1].body, &msg))
+	msg, err := got[len(got)-1].Slack()
+	require.NoError(t, err)
 	return msg.Text, msg.Blocks
 }
 
 func TestASlackMessageIsLaidOutWithBlockKit(t *testing.T) {
-	rc := fakeSlack(t)
+	rc := notifytest.Slack(t)
 	m := message()
-	require.NoError(t, slackChannel(t, rc.URL+"/services/"+slackToken).Send(context.Background(), m))
+	require.NoError(t, slackChannel(t, rc.URL+notifytest.SlackPath).Send(context.Background(), m))
 	text, blocks := slackSent(t, rc)
 	require.Equal(t, m.Title+": "+m.Text, text, "the fallback a notification shows")
 
@@ -106,10 +66,10 @@ func mustJSON(t *testing.T, v any) []byte {
 // cannot carry: the path goes in the context line instead. Markup in a
 // title pings no one.
 func TestASlackMessageWithAPathAndMarkup(t *testing.T) {
-	rc := fakeSlack(t)
+	rc := notifytest.Slack(t)
 	m := message()
 	m.URL, m.Text, m.Subject = "/services/crm", "Ask <!channel> & check", ""
-	require.NoError(t, slackChannel(t, rc.URL+"/services/"+slackToken).Send(context.Background(), m))
+	require.NoError(t, slackChannel(t, rc.URL+notifytest.SlackPath).Send(context.Background(), m))
 	text, blocks := slackSent(t, rc)
 	require.Len(t, blocks, 3, "no button for a path")
 	require.Equal(t, "Ask &lt;!channel&gt; &amp; check", blocks[1].Text.Text)
@@ -118,7 +78,7 @@ func TestASlackMessageWithAPathAndMarkup(t *testing.T) {
 
 	long := message()
 	long.Title = strings.Repeat("x", 400)
-	require.NoError(t, slackChannel(t, rc.URL+"/services/"+slackToken).Send(context.Background(), long))
+	require.NoError(t, slackChannel(t, rc.URL+notifytest.SlackPath).Send(context.Background(), long))
 	_, blocks = slackSent(t, rc)
 	require.Len(t, []rune(blocks[0].Text.Text), 150, "a header's limit")
 }
@@ -139,13 +99,13 @@ func TestSlackFaultsSayWhetherSendingAgainMayHelp(t *testing.T) {
 		{500, "rollup_error", false, "Slack answered 500 Internal Server Error: rollup_error"},
 		{503, "", false, "Slack answered 503 Service Unavailable"},
 	} {
-		rc := newReceiver(t, answer(tc.status, tc.body))
-		err := slackChannel(t, rc.URL+"/services/"+slackToken).Send(context.Background(), message())
+		rc := notifytest.NewReceiver(t, notifytest.Answer(tc.status, tc.body))
+		err := slackChannel(t, rc.URL+notifytest.SlackPath).Send(context.Background(), message())
 		requirePermanent(t, err, tc.permanent, tc.body)
 		require.Contains(t, err.Error(), "alert channel chat: "+tc.words)
 	}
 	// The fake's own refusal of a wrong path.
-	rc := fakeSlack(t)
+	rc := notifytest.Slack(t)
 	err := slackChannel(t, rc.URL+"/services/T0001/B0001/revoked").Send(context.Background(), message())
 	requirePermanent(t, err, true)
 	require.Contains(t, err.Error(), "no longer exists")

@@ -110,6 +110,26 @@ func benchSync(b *testing.B, db *gorm.DB, latency time.Duration, inproc bool) {
 // benchmark timer, stopped on entry, runs over the drain only.
 func syncLinks(b *testing.B, db *gorm.DB, n int, latency time.Duration, inproc bool) (elapsed, cpu time.Duration) {
 	b.Helper()
+	eng, crm := benchEngine(b, db, latency, inproc)
+	enqueueOrders(b, db, eng, n)
+
+	b.StartTimer()
+	start, cpuStart := time.Now(), processCPU()
+	if err := eng.Drain(context.Background()); err != nil {
+		b.Fatalf("drain: %v", err)
+	}
+	elapsed, cpu = time.Since(start), processCPU()-cpuStart
+	b.StopTimer()
+
+	verifySynced(b, db, crm, n)
+	return elapsed, cpu
+}
+
+// benchEngine is an engine as main wires it, with 64 sends in flight, to
+// the sandbox CRM answering after latency, over loopback TCP or, inproc,
+// straight to its handler.
+func benchEngine(b *testing.B, db *gorm.DB, latency time.Duration, inproc bool) (*Engine, *sandbox.Provider) {
+	b.Helper()
 	crm := sandbox.NewCRM(sandbox.Options{Latency: latency})
 	srv := httptest.NewServer(crm)
 	b.Cleanup(srv.Close)
@@ -125,19 +145,7 @@ func syncLinks(b *testing.B, db *gorm.DB, n int, latency time.Duration, inproc b
 	// with no limit configured or learned costs no database round trip.
 	gate := ratelimit.New(db, svc.Name, svc.Config.RateLimit, ratelimit.Options{Logger: slog.New(slog.DiscardHandler)})
 	svc.Conn = connector.NewHTTP(svc.Name, svc.Config, redact.New(nil), transport).WithGate(gate)
-	eng := New(db, []Service{svc}, clock.Real{}, slog.New(slog.DiscardHandler), Options{Concurrency: benchConcurrency})
-	enqueueOrders(b, db, eng, n)
-
-	b.StartTimer()
-	start, cpuStart := time.Now(), processCPU()
-	if err := eng.Drain(context.Background()); err != nil {
-		b.Fatalf("drain: %v", err)
-	}
-	elapsed, cpu = time.Since(start), processCPU()-cpuStart
-	b.StopTimer()
-
-	verifySynced(b, db, crm, n)
-	return elapsed, cpu
+	return New(db, []Service{svc}, clock.Real{}, slog.New(slog.DiscardHandler), Options{Concurrency: benchConcurrency}), crm
 }
 
 // enqueueOrders stores n orders and their links as Upsert would, in bulk:
