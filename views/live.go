@@ -112,3 +112,21 @@ func liveVersion(parts ...[]byte) string {
 	}
 	return strconv.FormatUint(h.Sum64(), 36)
 }
+
+// navLabel is a navigation entry's words, and beside Alerts the slot of the
+// open alerts' count: written here so that no whitespace joins the words.
+func navLabel(p Page, n NavEntry) templ.Component {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		if _, err := io.WriteString(w, templ.EscapeString(n.Label)); err != nil || n.Path != "/alerts" {
+			return err
+		}
+		if _, err := io.WriteString(w, `<span id="`+AlertsCountID+`">`); err != nil {
+			return err
+		}
+		if err := alertsCount(p).Render(ctx, w); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, `</span>`)
+		return err
+	})
+}

@@ -1,12 +1,17 @@
 package web
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
+	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/views"
@@ -42,18 +47,42 @@ func (s *Server) page(c echo.Context, title, active string) views.Page {
 	return p
 }
 
-// openIncidents counts the open alerts for the navigation; a failed read
-// shows none rather than fail the page (the request log has it).
+// openIncidents counts the open alerts for the navigation.
 func (s *Server) openIncidents(c echo.Context) int64 {
-	byRule, err := models.CountOpenIncidents(s.requestDB(c))
+	return s.alerts.count(s.db, s.clock.Now(), s.log)
+}
+
+// openAlerts caches the count of open incidents for alertsTTL: every page
+// and every live poll of every tab shows it, and a check opens incidents
+// every half minute at most. It is read apart from any one request, so a
+// person who closed the tab does not cut short the read others wait on.
+type openAlerts struct {
+	mu      sync.Mutex
+	fetched time.Time
+	n       int64
+}
+
+const alertsTTL = 2 * time.Second
+
+func (o *openAlerts) count(db *gorm.DB, now time.Time, log *slog.Logger) int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.fetched.IsZero() && now.Sub(o.fetched) < alertsTTL && !now.Before(o.fetched) {
+		return o.n
+	}
+	o.fetched = now // after a failure too: the last count stands until the next try
+	ctx, cancel := context.WithTimeout(context.Background(), alertsTTL)
+	defer cancel()
+	byRule, err := models.CountOpenIncidents(db.WithContext(ctx))
 	if err != nil {
-		s.log.Warn("count open alerts for the navigation", "err", err)
+		log.Warn("count open alerts for the navigation; showing the last count", "err", err)
+		return o.n
 	}
-	var n int64
+	o.n = 0
 	for _, k := range byRule {
-		n += k
+		o.n += k
 	}
-	return n
+	return o.n
 }
 
 // pausedServices lists the paused services for the banner, from the

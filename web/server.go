@@ -64,6 +64,7 @@ type Server struct {
 	inbox   *inbox.Receiver
 	metrics prometheus.Gatherer
 	pauser  *services.Pauser
+	alerts  openAlerts
 	sched   *schedule.Scheduler
 	rec     *reconcile.Reconciler
 	echo    *echo.Echo
