@@ -47,15 +47,19 @@ func (s *Server) page(c echo.Context, title, active string) views.Page {
 	return p
 }
 
-// openIncidents counts the open alerts for the navigation.
+// openIncidents counts the open alerts for the navigation. The read is
+// detached: its answer serves every page for alertsTTL, so one person who
+// closed a tab does not cut short the read the others wait on.
 func (s *Server) openIncidents(c echo.Context) int64 {
-	return s.alerts.count(s.db, s.clock.Now(), s.log)
+	if c.Request().Context().Err() != nil {
+		return s.alerts.last() // nobody is left to see it: no read for them
+	}
+	return s.alerts.count(s.detachedDB(c), s.clock.Now(), s.log)
 }
 
 // openAlerts caches the count of open incidents for alertsTTL: every page
 // and every live poll of every tab shows it, and a check opens incidents
-// every half minute at most. It is read apart from any one request, so a
-// person who closed the tab does not cut short the read others wait on.
+// every half minute at most.
 type openAlerts struct {
 	mu      sync.Mutex
 	fetched time.Time
@@ -64,6 +68,12 @@ type openAlerts struct {
 
 const alertsTTL = 2 * time.Second
 
+func (o *openAlerts) last() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n
+}
+
 func (o *openAlerts) count(db *gorm.DB, now time.Time, log *slog.Logger) int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -71,7 +81,7 @@ func (o *openAlerts) count(db *gorm.DB, now time.Time, log *slog.Logger) int64 {
 		return o.n
 	}
 	o.fetched = now // after a failure too: the last count stands until the next try
-	ctx, cancel := context.WithTimeout(context.Background(), alertsTTL)
+	ctx, cancel := context.WithTimeout(db.Statement.Context, alertsTTL)
 	defer cancel()
 	byRule, err := models.CountOpenIncidents(db.WithContext(ctx))
 	if err != nil {
