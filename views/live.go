@@ -59,12 +59,10 @@ func Live(p Page, on bool) templ.Component {
 		// covers them, and a poll's answer carries them to be swapped out of
 		// band.
 		var frame bytes.Buffer
-		for _, part := range framed(p) {
-			frame.WriteString(`<` + part.tag + ` id="` + part.id + `" hx-swap-oob="true">`)
-			if err := part.c.Render(ctx, &frame); err != nil {
+		for _, part := range []framePart{pausedPart(p), alertsPart(p)} {
+			if err := part.render(ctx, &frame, true); err != nil {
 				return err
 			}
-			frame.WriteString(`</` + part.tag + `>`)
 		}
 		version := liveVersion(buf.Bytes(), frame.Bytes())
 		if f, ok := ctx.Value(liveKey{}).(*LiveFragment); ok {
@@ -94,14 +92,36 @@ const (
 )
 
 // framePart is a part of the page's frame a poll keeps true: the element
-// (tag and id) the layout holds it in, and its content.
+// (tag and id) the layout holds it in, and its content. The layout and a
+// poll's answer write it alike; the answer marks it to be swapped out of band.
 type framePart struct {
 	tag, id string
 	c       templ.Component
 }
 
-func framed(p Page) []framePart {
-	return []framePart{{"div", PausedSlotID, pausedBanner(p)}, {"span", AlertsCountID, alertsCount(p)}}
+func pausedPart(p Page) framePart { return framePart{"div", PausedSlotID, pausedBanner(p)} }
+func alertsPart(p Page) framePart { return framePart{"span", AlertsCountID, alertsCount(p)} }
+
+func (fp framePart) render(ctx context.Context, w io.Writer, oob bool) error {
+	open := `<` + fp.tag + ` id="` + fp.id + `"`
+	if oob {
+		open += ` hx-swap-oob="true"`
+	}
+	if _, err := io.WriteString(w, open+`>`); err != nil {
+		return err
+	}
+	if err := fp.c.Render(ctx, w); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, `</`+fp.tag+`>`)
+	return err
+}
+
+// pausedSlot is the paused banner in its slot, under the page's header.
+func pausedSlot(p Page) templ.Component {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		return pausedPart(p).render(ctx, w, false)
+	})
 }
 
 func liveVersion(parts ...[]byte) string {
@@ -120,13 +140,6 @@ func navLabel(p Page, n NavEntry) templ.Component {
 		if _, err := io.WriteString(w, templ.EscapeString(n.Label)); err != nil || n.Path != "/alerts" {
 			return err
 		}
-		if _, err := io.WriteString(w, `<span id="`+AlertsCountID+`">`); err != nil {
-			return err
-		}
-		if err := alertsCount(p).Render(ctx, w); err != nil {
-			return err
-		}
-		_, err := io.WriteString(w, `</span>`)
-		return err
+		return alertsPart(p).render(ctx, w, false)
 	})
 }

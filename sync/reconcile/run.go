@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/clock"
 )
 
 // run is one reconciliation in progress on this instance.
@@ -151,10 +152,8 @@ func (rn *run) writeEnd(wctx context.Context, db *gorm.DB, status, reason string
 			return err
 		}
 		rn.r.log.Warn("could not write how a reconciliation ended; trying again", "run", rn.row.ID, "try", try, "err", err)
-		select {
-		case <-wctx.Done():
+		if !clock.Sleep(wctx, wait) {
 			return err
-		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
 	}
