@@ -89,9 +89,6 @@ func kindCount(k models.KindCount) views.KindCount {
 func (s *Server) startRun(c echo.Context) error {
 	service := c.FormValue("service")
 	dry := c.FormValue("dry_run") != ""
-	if s.rec == nil {
-		return errBadRequest("Reconciliation is not available on this instance.")
-	}
 	who := currentUser(c).Email
 	id, err := s.rec.Start(c.Request().Context(), service, reconcile.RunOptions{DryRun: dry, TriggeredBy: who})
 	target := "service " + service
@@ -282,15 +279,23 @@ func (s *Server) runProgressFragment(c echo.Context) error {
 	return s.render(c, views.RunProgressBar(p))
 }
 
+// reconciling guards the routes that act through the reconciler: an
+// instance built without one (a test's, or a command's) refuses them in words.
+func (s *Server) reconciling(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.rec == nil {
+			return errBadRequest("Reconciliation is not available on this instance.")
+		}
+		return next(c)
+	}
+}
+
 // confirmRun applies the fixes beyond a run's safety valve. It runs them
 // before answering: the page that follows shows them applied.
 func (s *Server) confirmRun(c echo.Context) error {
 	id, err := runID(c)
 	if err != nil {
 		return err
-	}
-	if s.rec == nil {
-		return errBadRequest("Reconciliation is not available on this instance.")
 	}
 	// A closed tab must not interrupt the fixes half-way.
 	ctx := context.WithoutCancel(c.Request().Context())
@@ -327,9 +332,6 @@ func (s *Server) cancelRun(c echo.Context) error {
 	id, err := runID(c)
 	if err != nil {
 		return err
-	}
-	if s.rec == nil {
-		return errBadRequest("Reconciliation is not available on this instance.")
 	}
 	target := fmt.Sprintf("run %d", id)
 	err = s.rec.Cancel(c.Request().Context(), id)

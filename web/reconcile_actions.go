@@ -69,9 +69,6 @@ func (s *Server) resolveDiscrepancy(c echo.Context) error {
 	if err != nil || did <= 0 {
 		return errBadRequest("A discrepancy is named by a positive number.")
 	}
-	if s.rec == nil {
-		return errBadRequest("Reconciliation is not available on this instance.")
-	}
 	act, ok := resolveActions[c.FormValue("action")]
 	if !ok {
 		return errBadRequest("Say what to do: link, keep or dismiss.")
@@ -133,9 +130,6 @@ func (s *Server) applyRun(c echo.Context) error {
 	id, err := runID(c)
 	if err != nil {
 		return err
-	}
-	if s.rec == nil {
-		return errBadRequest("Reconciliation is not available on this instance.")
 	}
 	ctx := context.WithoutCancel(c.Request().Context())
 	run, err := s.rec.ApplyDryRun(ctx, id, currentUser(c).Email)

@@ -66,12 +66,12 @@ func addReconcileRoutes(s *Server) error {
 	}
 	operator := s.requireRole(models.RoleOperator)
 	add(http.MethodGet, "/reconcile", s.listRuns)
-	add(http.MethodPost, "/reconcile/start", s.startRun, operator)
+	add(http.MethodPost, "/reconcile/start", s.startRun, operator, s.reconciling)
 	add(http.MethodGet, "/reconcile/:id", s.showRun)
 	add(http.MethodGet, "/reconcile/:id/progress", s.runProgressFragment)
 	add(http.MethodGet, "/reconcile/:id/discrepancies.csv", s.exportDiscrepancies)
-	add(http.MethodPost, "/reconcile/:id/confirm", s.confirmRun, operator)
-	add(http.MethodPost, "/reconcile/:id/cancel", s.cancelRun, operator)
+	add(http.MethodPost, "/reconcile/:id/confirm", s.confirmRun, operator, s.reconciling)
+	add(http.MethodPost, "/reconcile/:id/cancel", s.cancelRun, operator, s.reconciling)
 	return nil
 }
 
