@@ -242,7 +242,9 @@ func TestSchedulesShowTheLastRunByAnyInstance(t *testing.T) {
 		require.Eventually(t, func() bool { st := taskState(t, sched, "prune-events"); return st.Runs == 1 && !st.Running },
 			5*time.Second, 10*time.Millisecond)
 		body = admin.get("/schedules").body
-		require.Regexp(t, `data-testid="last-run-on">on <span class="nowrap">worker-2</span> · took \d+\x{a0}ms<`, body)
+		// The run lasts from RunNow to the release above: milliseconds on a quiet
+		// machine, seconds on a loaded one.
+		require.Regexp(t, `data-testid="last-run-on">on <span class="nowrap">worker-2</span> · took [\d.]+\x{a0}m?s<`, body)
 		require.NotContains(t, body, "Running now")
 		require.NotContains(t, body, "the database is read-only", "this instance's failing function never ran")
 	})
