@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -42,6 +43,9 @@ const MaxBatch = 1000
 type Incoming struct {
 	Type, ID string
 	Payload  []byte // JSON; any object, canonicalised before it is hashed
+	// Delete tombstones the record instead: every link's desired state
+	// becomes "deleted" (Payload is not read).
+	Delete bool
 }
 
 // Applied says what became of one record of a batch.
@@ -62,27 +66,29 @@ type Applied struct {
 // returns the keys that changed, and a multi-row upsert of those records'
 // links (none when nothing changed; one statement per 1,000 links).
 func (e *Engine) UpsertBatch(ctx context.Context, batch []Incoming) ([]Applied, error) {
+	return e.ApplyBatch(ctx, batch, nil)
+}
+
+// ApplyBatch is UpsertBatch with also, when not nil, run inside the same
+// transaction after the batch's writes: a source advances its cursor there,
+// so that the cursor and the writes it caused commit together or not at all.
+// also runs even when nothing in the batch changed or every record was refused.
+func (e *Engine) ApplyBatch(ctx context.Context, batch []Incoming, also func(tx *gorm.DB) error) ([]Applied, error) {
 	if len(batch) > MaxBatch {
 		return nil, models.Invalid(fmt.Sprintf("a batch holds at most %d records; this one holds %d", MaxBatch, len(batch)))
 	}
 	out, at, writes := e.sift(batch)
-	if len(writes) == 0 {
+	if len(writes) == 0 && also == nil {
 		return out, nil
 	}
 	now, trace := e.clock.Now(), traceParent(ctx)
 	var changed map[models.RecordKey]bool
 	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		if changed, err = models.UpsertRecords(tx, writes, now); err != nil || len(changed) == 0 {
+		if changed, err = e.write(tx, writes, now, trace); err != nil || also == nil {
 			return err
 		}
-		var specs []models.LinkSpec
-		for _, w := range writes {
-			if changed[w.RecordKey] {
-				specs = append(specs, e.linkSpecs(w.LocalType, w.LocalID, trace)...)
-			}
-		}
-		return models.QueueLinks(tx, specs, now)
+		return also(tx)
 	})
 	if err != nil {
 		return nil, err
@@ -94,6 +100,21 @@ func (e *Engine) UpsertBatch(ctx context.Context, batch []Incoming) ([]Applied, 
 		e.poke()
 	}
 	return out, nil
+}
+
+// write stores the batch's records and queues a push of each that changed.
+func (e *Engine) write(tx *gorm.DB, writes []models.RecordWrite, now time.Time, trace string) (map[models.RecordKey]bool, error) {
+	changed, err := models.UpsertRecords(tx, writes, now)
+	if err != nil || len(changed) == 0 {
+		return changed, err
+	}
+	var specs []models.LinkSpec
+	for _, w := range writes {
+		if changed[w.RecordKey] {
+			specs = append(specs, e.linkSpecs(w.LocalType, w.LocalID, trace)...)
+		}
+	}
+	return changed, models.QueueLinks(tx, specs, now)
 }
 
 // sift refuses the records of a batch that cannot be taken and prepares the
@@ -122,6 +143,9 @@ func (e *Engine) prepare(in Incoming) (models.RecordWrite, error) {
 	w := models.RecordWrite{RecordKey: models.RecordKey{LocalType: in.Type, LocalID: in.ID}}
 	if err := CheckKey(in.Type, in.ID); err != nil {
 		return w, err
+	}
+	if in.Delete {
+		return w, models.Invalid("deleting a record is not supported yet")
 	}
 	if !e.Routed(in.Type) {
 		return w, models.Invalid(fmt.Sprintf("no service is configured for records of type %q", in.Type))
