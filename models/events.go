@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -32,6 +33,65 @@ func RecordEvent(tx *gorm.DB, ev ProcessedEvent) (bool, error) {
 func CountDuplicate(tx *gorm.DB, provider, eventID string, now time.Time) error {
 	return tx.Model(&ProcessedEvent{}).Where("provider = ? AND event_id = ?", provider, eventID).
 		Updates(map[string]any{"duplicates": gorm.Expr("duplicates + 1"), "last_duplicate_at": now}).Error
+}
+
+// DuplicateCount is the re-sends of one event counted since they were last
+// written: how many, and when the last came.
+type DuplicateCount struct {
+	Provider, EventID string
+	N                 int
+	At                time.Time
+}
+
+// duplicatesPerStatement bounds one AddDuplicates statement's events (4
+// parameters each, far below either database's limit).
+const duplicatesPerStatement = 250
+
+// AddDuplicates adds counted re-sends to their events, a statement per
+// duplicatesPerStatement events; an event pruned meanwhile is skipped.
+func AddDuplicates(tx *gorm.DB, counts []DuplicateCount) error {
+	for start := 0; start < len(counts); start += duplicatesPerStatement {
+		part := counts[start:min(start+duplicatesPerStatement, len(counts))]
+		if err := addDuplicates(tx, part); err != nil {
+			return fmt.Errorf("count re-sent events: %w", err)
+		}
+	}
+	return nil
+}
+
+// addDuplicates is one UPDATE … FROM over a list of counts (SQLite ≥ 3.33
+// and Postgres both take it). Postgres reads the list's parameters as text
+// unless told their types.
+func addDuplicates(tx *gorm.DB, counts []DuplicateCount) error {
+	at := "?"
+	if Dialect(tx) == Postgres {
+		at = "CAST(? AS TIMESTAMPTZ)"
+	}
+	rows := make([]string, len(counts))
+	args := make([]any, 0, 4*len(counts))
+	for i, c := range counts {
+		rows[i] = "SELECT ? AS provider, ? AS event_id, CAST(? AS INTEGER) AS n, " + at + " AS at"
+		args = append(args, c.Provider, c.EventID, c.N, c.At.UTC())
+	}
+	return tx.Exec(`UPDATE processed_events SET duplicates = duplicates + v.n, last_duplicate_at = v.at
+		FROM (`+strings.Join(rows, " UNION ALL ")+`) AS v
+		WHERE processed_events.provider = v.provider AND processed_events.event_id = v.event_id`, args...).Error
+}
+
+// EventOutcomes reads the first outcome of each of ids that is stored for
+// provider, by id: one read by the primary key, outside any transaction.
+func EventOutcomes(db *gorm.DB, provider string, ids []string) (map[string]string, error) {
+	var rows []struct{ EventID, Outcome string }
+	err := db.Model(&ProcessedEvent{}).Select("event_id, outcome").
+		Where("provider = ? AND event_id IN ?", provider, ids).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", provider, err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.EventID] = r.Outcome
+	}
+	return out, nil
 }
 
 // SetEventOutcome writes what applying an event did, and the link its
