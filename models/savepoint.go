@@ -13,4 +13,6 @@ func RollbackToSavepoint(tx *gorm.DB, name string) error {
 }
 
 // ReleaseSavepoint closes the savepoint name, keeping its work in tx.
-func ReleaseSavepoint(tx *gorm.DB, name string) error { return tx.Exec("RELEASE SAVEPOINT " + name).Error }
+func ReleaseSavepoint(tx *gorm.DB, name string) error {
+	return tx.Exec("RELEASE SAVEPOINT " + name).Error
+}
