@@ -12,41 +12,44 @@ import (
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
-// receive answers a verified delivery's events: those already stored from
-// one read, without a write; the others through one transaction.
+// receive answers a verified delivery's events: from one read, without a
+// write, when all are stored already; else all through one transaction,
+// as ever. (Writing only the new ones would take their keys and their
+// effects' rows in another order than a concurrent delivery of the same
+// list does, and Postgres would meet deadlocks.)
 func (r *Receiver) receive(ctx context.Context, hk *hook, events []Event, batch bool, payloads []string, reds []*redact.Redactor, now time.Time) (Answer, error) {
 	answer := Answer{Events: make([]Result, len(events)), batch: batch}
 	known, err := r.storedOutcomes(ctx, events)
 	if err != nil {
 		return answer, err
 	}
-	var todo []int
-	for i, in := range events {
-		if _, ok := known[in.ID]; !ok {
-			todo = append(todo, i)
-		}
-	}
-	if len(todo) > 0 {
-		err = r.write(ctx, func(tx *gorm.DB) error {
-			for _, i := range todo {
-				var err error
-				if answer.Events[i], err = r.apply(ctx, tx, hk, events[i], payloads[i], reds[i], now); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return answer, err
-		}
-	}
-	for i, in := range events {
-		if outcome, ok := known[in.ID]; ok {
-			answer.Events[i] = Result{EventID: in.ID, Duplicate: true, Outcome: outcome}
+	if allStored(events, known) {
+		for i, in := range events {
+			answer.Events[i] = Result{EventID: in.ID, Duplicate: true, Outcome: known[in.ID]}
 			r.countDuplicate(in.Service, in.ID, now)
 		}
+		return answer, nil
 	}
-	return answer, nil
+	err = r.write(ctx, func(tx *gorm.DB) error {
+		for i, in := range events {
+			var err error
+			if answer.Events[i], err = r.apply(ctx, tx, hk, in, payloads[i], reds[i], now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return answer, err
+}
+
+// allStored reports whether every event is in known.
+func allStored(events []Event, known map[string]string) bool {
+	for _, in := range events {
+		if _, ok := known[in.ID]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // storedOutcomes reads the first outcome of each of the events that is
