@@ -48,24 +48,39 @@ type DuplicateCount struct {
 const duplicatesPerStatement = 250
 
 // AddDuplicates adds counted re-sends to their events, a statement per
-// duplicatesPerStatement events; an event pruned meanwhile is skipped.
-func AddDuplicates(tx *gorm.DB, counts []DuplicateCount) error {
+// duplicatesPerStatement events, and returns the counts it did not write.
+// On Postgres it skips an event whose row another transaction holds
+// (SKIP LOCKED): a delivery holds the rows of its list's events in the
+// list's order while it commits, and a write that waited for them in
+// another order could meet it in a deadlock. An event pruned meanwhile is
+// not written either.
+func AddDuplicates(tx *gorm.DB, counts []DuplicateCount) ([]DuplicateCount, error) {
+	var left []DuplicateCount
 	for start := 0; start < len(counts); start += duplicatesPerStatement {
 		part := counts[start:min(start+duplicatesPerStatement, len(counts))]
-		if err := addDuplicates(tx, part); err != nil {
-			return fmt.Errorf("count re-sent events: %w", err)
+		written, err := addDuplicates(tx, part)
+		if err != nil {
+			return nil, fmt.Errorf("count re-sent events: %w", err)
+		}
+		for _, c := range part {
+			if !written[c.Provider+"\x00"+c.EventID] {
+				left = append(left, c)
+			}
 		}
 	}
-	return nil
+	return left, nil
 }
 
 // addDuplicates is one UPDATE … FROM over a list of counts (SQLite ≥ 3.33
-// and Postgres both take it). Postgres reads the list's parameters as text
+// and Postgres both take it), returning the events it wrote, keyed
+// provider NUL event id. Postgres reads the list's parameters as text
 // unless told their types.
-func addDuplicates(tx *gorm.DB, counts []DuplicateCount) error {
-	at := "?"
+func addDuplicates(tx *gorm.DB, counts []DuplicateCount) (map[string]bool, error) {
+	at, locked := "?", ""
 	if Dialect(tx) == Postgres {
 		at = "CAST(? AS TIMESTAMPTZ)"
+		locked = ` AND (processed_events.provider, processed_events.event_id) IN (SELECT p.provider, p.event_id
+			FROM processed_events p WHERE (p.provider, p.event_id) IN (SELECT provider, event_id FROM v) FOR UPDATE SKIP LOCKED)`
 	}
 	rows := make([]string, len(counts))
 	args := make([]any, 0, 4*len(counts))
@@ -73,9 +88,16 @@ func addDuplicates(tx *gorm.DB, counts []DuplicateCount) error {
 		rows[i] = "SELECT ? AS provider, ? AS event_id, CAST(? AS INTEGER) AS n, " + at + " AS at"
 		args = append(args, c.Provider, c.EventID, c.N, c.At.UTC())
 	}
-	return tx.Exec(`UPDATE processed_events SET duplicates = duplicates + v.n, last_duplicate_at = v.at
-		FROM (`+strings.Join(rows, " UNION ALL ")+`) AS v
-		WHERE processed_events.provider = v.provider AND processed_events.event_id = v.event_id`, args...).Error
+	var written []struct{ Provider, EventID string }
+	err := tx.Raw(`WITH v AS (`+strings.Join(rows, " UNION ALL ")+`)
+		UPDATE processed_events SET duplicates = duplicates + v.n, last_duplicate_at = v.at FROM v
+		WHERE processed_events.provider = v.provider AND processed_events.event_id = v.event_id`+locked+`
+		RETURNING processed_events.provider, processed_events.event_id`, args...).Scan(&written).Error
+	out := make(map[string]bool, len(written))
+	for _, w := range written {
+		out[w.Provider+"\x00"+w.EventID] = true
+	}
+	return out, err
 }
 
 // EventOutcomes reads the first outcome of each of ids that is stored for

@@ -35,8 +35,9 @@ type duplicates struct {
 type dupKey struct{ provider, eventID string }
 
 type dupTally struct {
-	n  int
-	at time.Time // the last re-send's
+	n     int
+	at    time.Time // the last re-send's
+	tries int       // writes that left it
 }
 
 // countDuplicate counts one re-send of an event, and schedules a write
@@ -97,11 +98,35 @@ func (r *Receiver) writeDuplicates(ctx context.Context) error {
 	for k, t := range taken {
 		counts = append(counts, models.DuplicateCount{Provider: k.provider, EventID: k.eventID, N: t.n, At: t.at})
 	}
-	err := r.transaction(ctx, func(tx *gorm.DB) error { return models.AddDuplicates(tx, counts) })
+	var left []models.DuplicateCount
+	err := r.transaction(ctx, func(tx *gorm.DB) (err error) {
+		left, err = models.AddDuplicates(tx, counts)
+		return err
+	})
 	if err != nil {
 		r.restoreDuplicates(taken)
+		return err
 	}
-	return err
+	r.restoreDuplicates(unwritten(taken, left))
+	return nil
+}
+
+// maxDuplicateTries bounds how many writes a count waits through: one
+// whose event is pruned is never written.
+const maxDuplicateTries = 30
+
+// unwritten is the tallies of taken that a write left (their rows were
+// held by a delivery), and have waited less than maxDuplicateTries writes.
+func unwritten(taken map[dupKey]*dupTally, left []models.DuplicateCount) map[dupKey]*dupTally {
+	out := map[dupKey]*dupTally{}
+	for _, c := range left {
+		k := dupKey{c.Provider, c.EventID}
+		if t := taken[k]; t.tries < maxDuplicateTries {
+			t.tries++
+			out[k] = t
+		}
+	}
+	return out
 }
 
 // restoreDuplicates puts back counts whose write failed.
@@ -115,6 +140,7 @@ func (r *Receiver) restoreDuplicates(taken map[dupKey]*dupTally) {
 	for k, t := range taken {
 		if p := d.pending[k]; p != nil {
 			t.n += p.n
+			t.tries = 0
 			if p.at.After(t.at) {
 				t.at = p.at
 			}
