@@ -140,7 +140,7 @@ func savepoint(tx *gorm.DB, name string, j *job) (err, fatal error) {
 	if fatal = models.Savepoint(tx, name); fatal != nil {
 		return nil, fmt.Errorf("savepoint: %w", fatal)
 	}
-	if err = j.fn(tx.WithContext(context.WithoutCancel(j.ctx))); err != nil {
+	if err = runJob(tx, j); err != nil {
 		if fatal = models.RollbackToSavepoint(tx, name); fatal != nil {
 			return err, fmt.Errorf("roll back to savepoint: %w", fatal)
 		}
@@ -149,6 +149,19 @@ func savepoint(tx *gorm.DB, name string, j *job) (err, fatal error) {
 		return err, fmt.Errorf("release savepoint: %w", fatal)
 	}
 	return err, nil
+}
+
+// runJob runs a delivery's body on tx with its context's values. A panic
+// in an effect becomes that delivery's error: it runs on the committer's
+// goroutine, where the server's recovery cannot see it, and would
+// otherwise end the process with the writer's turn held.
+func runJob(tx *gorm.DB, j *job) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("a webhook's effect panicked: %v", p)
+		}
+	}()
+	return j.fn(tx.WithContext(context.WithoutCancel(j.ctx)))
 }
 
 // failAll gives every delivery that has no error of its own err.
