@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -352,6 +356,38 @@ func TestStopWritesTheRefusedWebhooksStillCounted(t *testing.T) {
 	sum, err := models.RefusalsSince(db, clk.Now().Add(-time.Hour))
 	require.NoError(t, err)
 	require.EqualValues(t, 3, sum["stripe"].N)
+}
+
+// Re-sent webhooks answered from a read are counted in memory; those not yet
+// written when the process stops are written by its stop.
+func TestStopWritesTheWebhookDuplicatesStillCounted(t *testing.T) {
+	db := dbtest.SQLite(t)
+	cfg := config.Default()
+	cfg.Services = map[string]config.Service{"stripe": {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{"whsec_main_test"}}}}
+	clk, err := outbox.DatabaseClock(context.Background(), db, clock.Real{})
+	require.NoError(t, err)
+	a, err := assemble(cfg, db, clk, slog.New(slog.DiscardHandler), redact.New(nil))
+	require.NoError(t, err)
+	srv := httptest.NewServer(a.web.Handler())
+	defer srv.Close()
+	body := `{"id":"evt_1","type":"customer.updated"}`
+	for range 4 {
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		mac := hmac.New(sha256.New, []byte("whsec_main_test"))
+		mac.Write([]byte(ts + "." + body))
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/hooks/stripe", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Stripe-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
+	}
+	srv.Close()
+	a.stop()
+	ev, err := models.EventByID(db, "stripe", "evt_1")
+	require.NoError(t, err)
+	require.Equal(t, 3, ev.Duplicates)
 }
 
 // A bad alert channel stops the start, naming the channel and the setting,

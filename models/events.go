@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -32,6 +33,87 @@ func RecordEvent(tx *gorm.DB, ev ProcessedEvent) (bool, error) {
 func CountDuplicate(tx *gorm.DB, provider, eventID string, now time.Time) error {
 	return tx.Model(&ProcessedEvent{}).Where("provider = ? AND event_id = ?", provider, eventID).
 		Updates(map[string]any{"duplicates": gorm.Expr("duplicates + 1"), "last_duplicate_at": now}).Error
+}
+
+// DuplicateCount is the re-sends of one event counted since they were last
+// written: how many, and when the last came.
+type DuplicateCount struct {
+	Provider, EventID string
+	N                 int
+	At                time.Time
+}
+
+// duplicatesPerStatement bounds one AddDuplicates statement's events (4
+// parameters each, far below either database's limit).
+const duplicatesPerStatement = 250
+
+// AddDuplicates adds counted re-sends to their events, a statement per
+// duplicatesPerStatement events, and returns the counts it did not write.
+// On Postgres it skips an event whose row another transaction holds
+// (SKIP LOCKED): a delivery holds the rows of its list's events in the
+// list's order while it commits, and a write that waited for them in
+// another order could meet it in a deadlock. An event pruned meanwhile is
+// not written either.
+func AddDuplicates(tx *gorm.DB, counts []DuplicateCount) ([]DuplicateCount, error) {
+	var left []DuplicateCount
+	for start := 0; start < len(counts); start += duplicatesPerStatement {
+		part := counts[start:min(start+duplicatesPerStatement, len(counts))]
+		written, err := addDuplicates(tx, part)
+		if err != nil {
+			return nil, fmt.Errorf("count re-sent events: %w", err)
+		}
+		for _, c := range part {
+			if !written[c.Provider+"\x00"+c.EventID] {
+				left = append(left, c)
+			}
+		}
+	}
+	return left, nil
+}
+
+// addDuplicates is one UPDATE … FROM over a list of counts (SQLite ≥ 3.33
+// and Postgres both take it), returning the events it wrote, keyed
+// provider NUL event id. Postgres reads the list's parameters as text
+// unless told their types.
+func addDuplicates(tx *gorm.DB, counts []DuplicateCount) (map[string]bool, error) {
+	at, locked := "?", ""
+	if Dialect(tx) == Postgres {
+		at = "CAST(? AS TIMESTAMPTZ)"
+		locked = ` AND (processed_events.provider, processed_events.event_id) IN (SELECT p.provider, p.event_id
+			FROM processed_events p WHERE (p.provider, p.event_id) IN (SELECT provider, event_id FROM v) FOR UPDATE SKIP LOCKED)`
+	}
+	rows := make([]string, len(counts))
+	args := make([]any, 0, 4*len(counts))
+	for i, c := range counts {
+		rows[i] = "SELECT ? AS provider, ? AS event_id, CAST(? AS INTEGER) AS n, " + at + " AS at"
+		args = append(args, c.Provider, c.EventID, c.N, c.At.UTC())
+	}
+	var written []struct{ Provider, EventID string }
+	err := tx.Raw(`WITH v AS (`+strings.Join(rows, " UNION ALL ")+`)
+		UPDATE processed_events SET duplicates = duplicates + v.n, last_duplicate_at = v.at FROM v
+		WHERE processed_events.provider = v.provider AND processed_events.event_id = v.event_id`+locked+`
+		RETURNING processed_events.provider, processed_events.event_id`, args...).Scan(&written).Error
+	out := make(map[string]bool, len(written))
+	for _, w := range written {
+		out[w.Provider+"\x00"+w.EventID] = true
+	}
+	return out, err
+}
+
+// EventOutcomes reads the first outcome of each of ids that is stored for
+// provider, by id: one read by the primary key, outside any transaction.
+func EventOutcomes(db *gorm.DB, provider string, ids []string) (map[string]string, error) {
+	var rows []struct{ EventID, Outcome string }
+	err := db.Model(&ProcessedEvent{}).Select("event_id, outcome").
+		Where("provider = ? AND event_id IN ?", provider, ids).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", provider, err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.EventID] = r.Outcome
+	}
+	return out, nil
 }
 
 // SetEventOutcome writes what applying an event did, and the link its

@@ -34,8 +34,9 @@ func BenchmarkWebhookVsNaive(b *testing.B) {
 		load := newBenchLoad(b.N)
 		db := open(b)
 		seedPayments(b, db, load.events())
-		syncdesk := timeDeliveries(b, benchServer(b, db, stripeBenchServices())+"/hooks/"+benchService, load)
-		load.check(b, db)
+		url, rc := benchServer(b, db, stripeBenchServices())
+		syncdesk := timeDeliveries(b, url+"/hooks/"+benchService, load)
+		load.check(b, db, rc)
 		naive := timeDeliveries(b, naiveServer(b, db)+"/hooks/"+benchService, load)
 		checkNaive(b, db, load)
 

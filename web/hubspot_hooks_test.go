@@ -320,6 +320,7 @@ func TestConcurrentDeliveriesOfOneHubSpotBatch(t *testing.T) {
 		}
 		require.Equal(t, 50, applied, "each event is new in exactly one delivery")
 		require.EqualValues(t, 50, countEvents(t, db))
+		require.NoError(t, w.rc.Flush(context.Background())) // re-sends answered from a read are counted in memory
 		var dups int64
 		require.NoError(t, db.Model(&models.ProcessedEvent{}).Select("COALESCE(SUM(duplicates), 0)").Scan(&dups).Error)
 		require.EqualValues(t, 199*50, dups)

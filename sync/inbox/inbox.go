@@ -84,6 +84,11 @@ type Receiver struct {
 	// lock sits free, which cost a third of the throughput under concurrent
 	// deliveries. Other processes and other writers still meet the busy timeout.
 	writer chan struct{}
+	// group, on SQLite only, runs concurrent deliveries in one transaction
+	// and one commit (groupcommit.go); nil on Postgres.
+	group *committer
+
+	dups duplicates // re-sends answered from a read, counted, not yet written (duplicates.go)
 }
 
 // New builds a receiver for every service that has a webhook configured,
@@ -93,6 +98,7 @@ func New(db *gorm.DB, services map[string]config.Service, clk clock.Clock, log *
 	rc := &Receiver{db: db, hooks: map[string]*hook{}, clock: clk, log: log, redact: r, lastWarn: map[string]time.Time{}}
 	if models.Dialect(db) == models.SQLite {
 		rc.writer = make(chan struct{}, 1)
+		rc.group = newCommitter(db, rc.writer)
 	}
 	for name, s := range services {
 		if s.Webhook == nil {
@@ -220,10 +226,13 @@ func (a Answer) MarshalJSON() ([]byte, error) {
 }
 
 // Receive verifies one delivery and applies each event it carries exactly
-// once in effect, all in one transaction: an error from an effect rolls
-// everything back (the provider will re-send the delivery, and the events
-// already applied are then duplicates); an event that can never apply is
-// stored as failed and answered 2xx.
+// once in effect. Events already stored are answered from one read, with
+// their first outcome, and only counted (duplicates.go); the others are
+// applied in one transaction (on SQLite shared with concurrent deliveries,
+// each in its own savepoint: groupcommit.go): an error from an effect rolls
+// back the delivery's events (the provider will re-send the delivery, and
+// the events already applied are then duplicates); an event that can never
+// apply is stored as failed and answered 2xx.
 func (r *Receiver) Receive(ctx context.Context, service string, d Delivery) (Answer, error) {
 	hk, ok := r.hooks[service]
 	if !ok {
@@ -250,17 +259,7 @@ func (r *Receiver) Receive(ctx context.Context, service string, d Delivery) (Ans
 		redactors[i] = r.redact.Keeping(hk.keptIDs(in)...)
 		payloads[i] = storableText(string(redactors[i].JSON(in.Raw)))
 	}
-	answer := Answer{Events: make([]Result, len(events)), batch: batch}
-	err = r.transaction(ctx, func(tx *gorm.DB) error {
-		for i, in := range events {
-			var err error
-			if answer.Events[i], err = r.apply(ctx, tx, hk, in, payloads[i], redactors[i], now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return answer, err
+	return r.receive(ctx, hk, events, batch, payloads, redactors, now)
 }
 
 // transaction runs fn in one database transaction, taking the writer's turn
@@ -275,53 +274,6 @@ func (r *Receiver) transaction(ctx context.Context, fn func(tx *gorm.DB) error) 
 		}
 	}
 	return r.db.WithContext(ctx).Transaction(fn)
-}
-
-// apply records the event and, when it is new, runs its effect; a duplicate
-// only counts. Both in the caller's transaction; payload is the redacted body.
-func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk *hook, in Event, payload string, red *redact.Redactor, now time.Time) (Result, error) {
-	res := Result{EventID: in.ID}
-	inserted, err := models.RecordEvent(tx, models.ProcessedEvent{Provider: in.Service, EventID: in.ID, EventType: in.Type,
-		ReceivedAt: now, Outcome: models.EventApplied, Payload: payload})
-	if err != nil {
-		return res, err
-	}
-	if !inserted {
-		res.Duplicate = true
-		if err := models.CountDuplicate(tx, in.Service, in.ID, now); err != nil {
-			return res, err
-		}
-		first, err := models.EventByID(tx, in.Service, in.ID)
-		if err == nil {
-			res.Outcome = first.Outcome
-		}
-		return res, err
-	}
-	ftx, found := withEventLink(tx) // h-recon: which link the effect found (event_link.go)
-	res.Outcome, res.Note, err = r.effect(ctx, ftx, hk, in, now)
-	if err != nil {
-		return res, err
-	}
-	return res, models.SetEventOutcome(tx, in.Service, in.ID, res.Outcome, red.Text(res.Note), found.id)
-}
-
-// effect runs the event's effect and names the outcome.
-func (r *Receiver) effect(ctx context.Context, tx *gorm.DB, hk *hook, in Event, now time.Time) (string, string, error) {
-	fx, ok := hk.effectFor(in.Type)
-	if !ok {
-		return models.EventIgnored, "no effect for events of type " + quoteType(in.Type), nil
-	}
-	note, err := fx(ctx, tx, in, now)
-	var un *UnprocessableError
-	switch {
-	case errors.Is(err, errIgnored):
-		return models.EventIgnored, note, nil
-	case errors.As(err, &un):
-		return models.EventFailed, un.Reason, nil
-	case err != nil:
-		return "", "", fmt.Errorf("apply %s %s: %w", in.Type, in.ID, err)
-	}
-	return models.EventApplied, note, nil
 }
 
 // Replay applies a stored event's effect again, on purpose, for by (who

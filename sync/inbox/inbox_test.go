@@ -128,6 +128,7 @@ func TestADuplicateThreeDaysLaterHasNoEffect(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, res.Duplicate)
 		require.Equal(t, 1, applied)
+		require.NoError(t, e.rc.Flush(context.Background())) // the re-send was counted in memory
 		ev, err := models.EventByID(db, "payments", "evt_late")
 		require.NoError(t, err)
 		require.Equal(t, 1, ev.Duplicates)

@@ -226,9 +226,15 @@ func (r *Receiver) writePending(ctx context.Context, service string) (bool, erro
 	return true, err
 }
 
-// Flush writes every refusal counted so far, whatever the pace; when it
-// returns, the writes under way when it was called have landed too.
+// Flush writes every refusal and re-send counted so far, whatever the
+// pace; when it returns, the writes under way when it was called have
+// landed too.
 func (r *Receiver) Flush(ctx context.Context) error {
+	return errors.Join(r.flushRefusals(ctx), r.writeDuplicates(ctx))
+}
+
+// flushRefusals writes every refusal counted so far.
+func (r *Receiver) flushRefusals(ctx context.Context) error {
 	rf := &r.refused
 	rf.write.Lock()
 	defer rf.write.Unlock()
@@ -247,9 +253,10 @@ func (r *Receiver) Flush(ctx context.Context) error {
 }
 
 // Close stops the scheduled writes and flushes: call it once the server
-// takes no more deliveries (a refusal after it is counted but not written)
-// and before the database closes.
+// takes no more deliveries (a refusal or a re-send after it is counted but
+// not written) and before the database closes.
 func (r *Receiver) Close(ctx context.Context) error {
+	r.stopDuplicates()
 	rf := &r.refused
 	rf.mu.Lock()
 	rf.closed = true
