@@ -176,9 +176,10 @@ type LinkOutcome struct {
 	Status     Status // success, deleted, retry or failed
 	ExternalID string
 	PushedHash string // success: the hash of what the provider now holds; deleted: DeletedHash
-	// NextKey, for a delete done, is the idempotency key of the create
-	// that a write of the record after its delete sends: the old one
-	// would replay the deleted object's create.
+	// NextKey, when set, is the link's idempotency key from now on: after
+	// a delete done, the key of the create that a write of the record
+	// after its delete sends (the old one would replay the deleted
+	// object's create), or the key such a create was sent with.
 	NextKey     string
 	Attempts    int
 	NextAttempt time.Time
@@ -298,7 +299,7 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 // the attempt count — and goes back to new when the record's state (its
 // content hash, or DeletedHash once it is deleted) is no longer the one
 // pushed (or the record is gone). A delete done forgets the object, which
-// the provider no longer holds, and takes the key of the next create. A
+// the provider no longer holds. A next key given becomes the link's. A
 // link done with (success, deleted or failed) forgets the trace its send
 // was claimed with, so that a later push queued without one (a webhook's, a
 // fix's, a retry by hand) does not join an old request's trace; one a newer
@@ -311,7 +312,7 @@ const finishSet = `status = CASE WHEN v.status NOT IN ('success', 'deleted') THE
 	external_id = CASE WHEN v.status = 'success' THEN v.external_id WHEN v.status = 'deleted' THEN '' ELSE external_map.external_id END,
 	pushed_hash = CASE WHEN v.status = 'success' THEN v.pushed_hash WHEN v.status = 'deleted' THEN '' ELSE external_map.pushed_hash END,
 	create_payload = CASE WHEN v.status IN ('success', 'deleted') THEN '' ELSE external_map.create_payload END,
-	idempotency_key = CASE WHEN v.status = 'deleted' THEN v.next_key ELSE external_map.idempotency_key END,
+	idempotency_key = CASE WHEN v.next_key <> '' THEN v.next_key ELSE external_map.idempotency_key END,
 	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, last_error = v.last_error,
 	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?,
 	trace_parent = CASE WHEN v.status IN ('success', 'deleted', 'failed') AND external_map.trace_parent = v.trace_parent THEN ''

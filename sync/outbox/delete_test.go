@@ -176,3 +176,37 @@ func TestADeleteOfNoRecordIsNotFound(t *testing.T) {
 		require.Error(t, res[0].Refused, "a bad key is refused as for a write")
 	})
 }
+
+// A delete whose answer was lost took effect; the record is written again
+// before the delete's retry. The update finds no object, and the record is
+// created anew (looked up by key first, with the next idempotency key), not
+// failed for a 404.
+func TestARecordWrittenAgainAfterADeleteWhoseAnswerWasLostIsCreatedAnew(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.withDeletes()
+		e.upsert(order(1))
+		e.settle(e.eng)
+		first := e.link("order", "1", "crm")
+		e.crm.Script(sandbox.DropAfterCommit())
+		e.remove("order", "1")
+		require.NoError(t, e.eng.Drain(context.Background()))
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusRetry, l.Status, "the delete's outcome is unknown")
+		require.Zero(t, e.crm.CountByKey("site_order_1"), "but it took effect")
+
+		_, _, body := order(1)
+		require.True(t, e.upsert("order", "1", body).Changed)
+		e.settle(e.eng)
+		l = e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
+		require.NotEqual(t, first.ExternalID, l.ExternalID)
+		require.Equal(t, first.IdempotencyKey+"-g2", l.IdempotencyKey)
+		var ops []string
+		for _, a := range e.attempts(l.ID) {
+			ops = append(ops, a.Operation)
+		}
+		require.Equal(t, []string{"deal.create", "deal.delete", "deal.update", "deal.lookup", "deal.create"}, ops)
+	})
+}

@@ -54,6 +54,32 @@ func (s *sender) remove(ctx context.Context) {
 	}
 }
 
+// recreate sends a live record whose object the update did not find, after
+// an attempt whose outcome is unknown: most likely a delete of ours whose
+// answer was lost, before the record was written again. The object is
+// looked up by key and updated if it is there after all; if not, it is
+// created anew, with the next idempotency key, since the old one may
+// replay the create of the object that is gone.
+func (s *sender) recreate(ctx context.Context) {
+	l, conn := s.j.link, s.svc.Conn
+	call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
+	rec := s.record(s.j.payload)
+	switch {
+	case call.Class != connector.OK:
+		s.settle(call, "")
+		return
+	case len(call.Found) > 1:
+		s.needsPerson(call.Found)
+		return
+	case len(call.Found) == 1:
+		rec.ExternalID = call.Found[0]
+		s.settle(s.call(ctx, func(ctx context.Context) connector.Call { return conn.Update(ctx, rec) }), s.j.hash)
+		return
+	}
+	rec.ExternalID, s.out.NextKey = "", nextKey(l.IdempotencyKey)
+	s.settle(s.call(ctx, func(ctx context.Context) connector.Call { return conn.Create(ctx, rec, s.out.NextKey) }), s.j.hash)
+}
+
 // gone finishes the link as deleted: the provider holds no object of it.
 func (s *sender) gone() {
 	s.out.Status, s.out.ExternalID, s.out.PushedHash = models.StatusDeleted, "", models.DeletedHash

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/syncdesk/syncdesk/models"
@@ -71,6 +72,10 @@ func (s *sender) run(ctx context.Context) {
 	}
 	if l.ExternalID != "" {
 		call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Update(ctx, s.record(s.j.payload)) })
+		if call.HTTPCode == http.StatusNotFound && l.NeedsLookup && conn.CanLookup(l.LocalType) {
+			s.recreate(ctx)
+			return
+		}
 		s.settle(call, s.j.hash)
 		return
 	}
