@@ -56,3 +56,36 @@ func TestRecordsAPIDeleteRemovesTheObjectAndIsIdempotent(t *testing.T) {
 		require.Equal(t, 1, b.crm.CountByKey("site_order_7"), "created anew")
 	})
 }
+
+func TestRecordsAPIBulkDeletesWithOpDelete(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		a := b.api()
+		code, out := a.postBatch("application/json", `[{"type":"order","id":"1","payload":{"title":"Order 1"}},
+			{"type":"order","id":"2","payload":{"title":"Order 2"}}]`)
+		require.Equal(t, http.StatusOK, code, out)
+		require.NoError(t, b.eng.Drain(context.Background()))
+		code, out = a.postBatch("application/json", `[{"type":"order","id":"1","op":"delete"},
+			{"type":"order","id":"1","op":"delete"},
+			{"type":"order","id":"9","op":"delete"},
+			{"type":"order","id":"2","op":"delete","payload":{}},
+			{"type":"order","id":"2","op":"erase"},
+			{"type":"order","id":"3","op":"upsert","payload":{"title":"Order 3"}}]`)
+		require.Equal(t, http.StatusOK, code, out)
+		require.Equal(t, []string{
+			"changed",
+			"refused: the same type and id came earlier in this batch, as record 1",
+			"refused: there is no record order/9 to delete: not found",
+			`refused: a delete carries no payload: {"type": …, "id": …, "op": "delete"}`,
+			`refused: the op must be "upsert" (the default) or "delete", not "erase"`,
+			"changed",
+		}, out.results())
+		require.NoError(t, b.eng.Drain(context.Background()))
+		require.Zero(t, b.crm.CountByKey("site_order_1"), "deleted at the CRM")
+		require.Equal(t, 1, b.crm.CountByKey("site_order_2"), "a refused delete deletes nothing")
+		code, again := a.postBatch("application/x-ndjson", `{"type":"order","id":"1","op":"delete"}`+"\n")
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, []string{"unchanged"}, again.results(), "a deleted record deleted again")
+	})
+}
