@@ -39,3 +39,15 @@ func TestDeleteAndArchiveSettingsAreCheckedAtStart(t *testing.T) {
 		require.True(t, o.Delete != "" || (o.Archive != "" && !o.ArchiveBody.IsZero()), ok)
 	}
 }
+
+// The presets delete what their providers let an API delete, and say
+// nothing for a Stripe payment intent, which cannot be deleted.
+func TestPresetsDeleteWhatTheProvidersCanDelete(t *testing.T) {
+	cfg, err := loadPresets(t, presetFile)
+	require.NoError(t, err)
+	st := cfg.Services["stripe"].Objects
+	require.Equal(t, "DELETE /v1/customers/{external_id}", st["customer"].Delete)
+	require.Empty(t, st["payment"].Delete+st["payment"].Archive, "Stripe cannot delete a payment intent")
+	require.Equal(t, "DELETE /crm/v3/objects/contacts/{external_id}", cfg.Services["hubspot"].Objects["contact"].Delete)
+	require.Equal(t, "DELETE /services/data/v60.0/sobjects/Account/{external_id}", cfg.Services["salesforce"].Objects["account"].Delete)
+}
