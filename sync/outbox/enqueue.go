@@ -82,8 +82,10 @@ type Applied struct {
 // changed, in one transaction, answering per record in input order. A record
 // that cannot be taken (unrouted type, bad key, payload not an object or too
 // large, a key that came earlier in the batch, a delete of no record) is
-// refused and the others go on; a database error rolls the whole batch back and is returned, so a batch
-// is never half written. The same batch again changes nothing.
+// refused and the others go on; a database error rolls the whole batch back
+// and is returned, so a batch is never half written. The same batch again
+// changes nothing. A delete (Incoming.Delete) marks its record deleted and
+// queues its links: see Delete.
 //
 // It costs two statements inside the transaction when the changed records
 // have up to 1,000 links between them: a multi-row upsert of the records that
