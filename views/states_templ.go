@@ -763,4 +763,13 @@ func syncButton(p Page, r LinkRow, oob bool) templ.Component {
 	})
 }
 
+// noRemoteID says why a link shows no remote id: none yet, or none any
+// more because its record was deleted.
+func noRemoteID(status string) string {
+	if status == "deleted" {
+		return "none: the object is gone"
+	}
+	return "none yet"
+}
+
 var _ = templruntime.GeneratedTemplate

@@ -40,6 +40,8 @@ func TestBrowserADeletedLinkSaysDeleted(t *testing.T) {
 	}
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+"/links?status=deleted"), chromedp.WaitVisible(testid("links-table"))))
 	require.Contains(t, textOf(t, ctx, testid("links-table")), "Deleted")
+	browsertest.Screenshot(ctx, t, "links-deleted")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(b.srv.URL+"/records/order/1"), chromedp.WaitVisible(testid("record-deleted"))))
 	require.Contains(t, textOf(t, ctx, "main"), "Deleted")
+	browsertest.Screenshot(ctx, t, "record-deleted")
 }
