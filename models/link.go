@@ -17,10 +17,14 @@ const (
 	StatusSuccess    Status = "success"
 	StatusRetry      Status = "retry"  // temporary failure, next attempt scheduled
 	StatusFailed     Status = "failed" // permanent error, or attempts exhausted
+	// StatusDeleted: the record was deleted and the provider no longer
+	// holds its object (deleted, archived, or never created). Terminal,
+	// like success, until the record is written again.
+	StatusDeleted Status = "deleted"
 )
 
 // Statuses lists every status in the order pages show them.
-var Statuses = []Status{StatusNew, StatusProcessing, StatusRetry, StatusFailed, StatusSuccess}
+var Statuses = []Status{StatusNew, StatusProcessing, StatusRetry, StatusFailed, StatusSuccess, StatusDeleted}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
@@ -34,6 +38,9 @@ type Record struct {
 	ContentHash string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// DeletedAt is the record's tombstone: when it was deleted, nil while
+	// it lives. Its links' desired state is then "deleted".
+	DeletedAt *time.Time
 }
 
 // Link is the external_map row of one record in one external service.

@@ -35,8 +35,8 @@ func EnsureLinks(tx *gorm.DB, localType, localID string, specs []LinkSpec, now t
 }
 
 // QueueLinks makes sure there is a link per spec and queues each for a
-// push: new links start as new; finished ones (success, failed) go back to
-// new with a fresh attempt count. Links that are waiting or being sent keep
+// push: new links start as new; finished ones (success, failed, deleted) go
+// back to new with a fresh attempt count. Links that are waiting or being sent keep
 // their state: the send reads the latest payload, and a link finished with an
 // older payload is re-queued by FinishLink. It writes up to linkChunk links
 // per statement, in key order, so that two batches with records in common
@@ -54,7 +54,7 @@ func QueueLinks(tx *gorm.DB, specs []LinkSpec, now time.Time) error {
 		return cmp.Or(RecordKey{a.LocalType, a.LocalID}.compare(RecordKey{b.LocalType, b.LocalID}),
 			strings.Compare(a.ExternalService, b.ExternalService))
 	})
-	finished := "external_map.status IN ('success', 'failed')"
+	finished := "external_map.status IN ('success', 'failed', 'deleted')"
 	upsert := clause.OnConflict{
 		Columns: []clause.Column{{Name: "local_type"}, {Name: "local_id"}, {Name: "external_service"}},
 		DoUpdates: clause.Set{
@@ -75,12 +75,19 @@ func QueueLinks(tx *gorm.DB, specs []LinkSpec, now time.Time) error {
 }
 
 // ClaimedLink is a link as claimed, with its record's current payload and
-// content hash ("" when the record is gone).
+// content hash ("" when the record is gone), and whether the record is
+// deleted: then the link's desired state is "deleted".
 type ClaimedLink struct {
-	Link        `gorm:"embedded"`
-	Payload     string
-	ContentHash string
+	Link          `gorm:"embedded"`
+	Payload       string
+	ContentHash   string
+	RecordDeleted bool
 }
+
+// DeletedHash stands for a deleted record's state where a content hash is
+// compared: the pushed hash of a delete, which FinishLinks checks against
+// the record as it does an update's. Never a SHA-256 in hex.
+const DeletedHash = "deleted"
 
 // ClaimDue takes up to limit due links (new or retry, next attempt reached)
 // for one worker: status processing, lease owner and expiry set, the create
@@ -125,7 +132,9 @@ func claimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, lim
 		}
 		q := `UPDATE external_map SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?, ` + freeze +
 			` WHERE id IN (` + dueSQL(Dialect(tx)) + skipSQL + ` ORDER BY next_attempt_at LIMIT ?` + lock + `)
-			RETURNING *, ` + record("payload") + `, ` + record("content_hash")
+			RETURNING *, ` + record("payload") + `, ` + record("content_hash") + `,
+			COALESCE((SELECT r.deleted_at IS NOT NULL FROM records r WHERE r.local_type = external_map.local_type
+				AND r.local_id = external_map.local_id), false) AS record_deleted`
 		if err := tx.Raw(q, args...).Scan(&claimed).Error; err != nil {
 			return fmt.Errorf("claim due links: %w", err)
 		}
@@ -163,10 +172,15 @@ func holdInProgress(tx *gorm.DB, links []ClaimedLink, owner string, now time.Tim
 
 // LinkOutcome is what a send decided for one link.
 type LinkOutcome struct {
-	Link        Link   // as claimed (ID, lease owner, key)
-	Status      Status // success, retry or failed
-	ExternalID  string
-	PushedHash  string // success: the hash of what the provider now holds
+	Link       Link   // as claimed (ID, lease owner, key)
+	Status     Status // success, deleted, retry or failed
+	ExternalID string
+	PushedHash string // success: the hash of what the provider now holds; deleted: DeletedHash
+	// NextKey, when set, is the link's idempotency key from now on: after
+	// a delete done, the key of the create that a write of the record
+	// after its delete sends (the old one would replay the deleted
+	// object's create), or the key such a create was sent with.
+	NextKey     string
 	Attempts    int
 	NextAttempt time.Time
 	NeedsLookup bool
@@ -181,7 +195,9 @@ type LinkOutcome struct {
 // owner's state; its attempts are still logged, because they happened.
 //
 // A success whose pushed hash no longer matches the record goes back to new:
-// the payload changed while it was being sent.
+// the payload changed while it was being sent. So does a delete done whose
+// record was written again meanwhile, and a success whose record was
+// deleted meanwhile: the push goes again, as what the record now wants.
 func FinishLinks(db *gorm.DB, outcomes []LinkOutcome, now time.Time) (stale int, err error) {
 	if len(outcomes) == 0 {
 		return 0, nil
@@ -241,7 +257,7 @@ func shareRecords(tx *gorm.DB, outcomes []LinkOutcome) error {
 	return nil
 }
 
-// finishChunk bounds the links written by one statement (12 parameters each).
+// finishChunk bounds the links written by one statement (13 parameters each).
 const finishChunk = 500
 
 // finishChunkLinks writes the new state of every link in one UPDATE … FROM a
@@ -252,22 +268,22 @@ const finishChunk = 500
 // worker that holds the lease may write the link's outcome.
 func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, error) {
 	// Postgres types a VALUES list from its contents; parameters have none.
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if Dialect(tx) == Postgres {
-		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::text, ?::integer, ?::text, ?::text)"
+		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::text, ?::integer, ?::text, ?::text, ?::text)"
 	}
 	var values strings.Builder
-	args := make([]any, 0, 12*len(outcomes)+1)
+	args := make([]any, 0, 13*len(outcomes)+1)
 	for i, o := range outcomes {
 		if i > 0 {
 			values.WriteString(", ")
 		}
 		values.WriteString(row)
 		args = append(args, o.Link.ID, o.Link.LeaseOwner, string(o.Status), o.ExternalID, o.PushedHash,
-			o.Attempts, o.NextAttempt, o.NeedsLookup, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent)
+			o.Attempts, o.NextAttempt, o.NeedsLookup, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent, o.NextKey)
 	}
 	args = append(args, now)
-	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, last_error, last_http_code, error_group, trace_parent)
+	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, last_error, last_http_code, error_group, trace_parent, next_key)
 		AS (VALUES `+values.String()+`)
 		UPDATE external_map SET `+finishSet+`
 		FROM v WHERE external_map.id = v.id AND external_map.status = 'processing' AND external_map.lease_owner = v.owner`,
@@ -280,22 +296,26 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 
 // finishSet is the new state of a finished link: a success records the
 // remote object and the hash pushed, drops the frozen create body and resets
-// the attempt count — and goes back to new when the record's content hash is
-// no longer the one pushed (or the record is gone). A link done with (success
-// or failed) forgets the trace its send was claimed with, so that a later
-// push queued without one (a webhook's, a fix's, a retry by hand) does not
-// join an old request's trace; one a newer request set meanwhile stays, for
-// the push that request queued. A retry keeps it: it is the same send.
-const finishSet = `status = CASE WHEN v.status <> 'success' THEN v.status
-		WHEN (SELECT r.content_hash FROM records r WHERE r.local_type = external_map.local_type
-			AND r.local_id = external_map.local_id) = v.pushed_hash THEN 'success' ELSE 'new' END,
-	attempts = CASE WHEN v.status = 'success' THEN 0 ELSE v.attempts END,
-	external_id = CASE WHEN v.status = 'success' THEN v.external_id ELSE external_map.external_id END,
-	pushed_hash = CASE WHEN v.status = 'success' THEN v.pushed_hash ELSE external_map.pushed_hash END,
-	create_payload = CASE WHEN v.status = 'success' THEN '' ELSE external_map.create_payload END,
+// the attempt count — and goes back to new when the record's state (its
+// content hash, or DeletedHash once it is deleted) is no longer the one
+// pushed (or the record is gone). A delete done forgets the object, which
+// the provider no longer holds. A next key given becomes the link's. A
+// link done with (success, deleted or failed) forgets the trace its send
+// was claimed with, so that a later push queued without one (a webhook's, a
+// fix's, a retry by hand) does not join an old request's trace; one a newer
+// request set meanwhile stays, for the push that request queued. A retry
+// keeps it: it is the same send.
+const finishSet = `status = CASE WHEN v.status NOT IN ('success', 'deleted') THEN v.status
+		WHEN (SELECT CASE WHEN r.deleted_at IS NULL THEN r.content_hash ELSE '` + DeletedHash + `' END FROM records r
+			WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id) = v.pushed_hash THEN v.status ELSE 'new' END,
+	attempts = CASE WHEN v.status IN ('success', 'deleted') THEN 0 ELSE v.attempts END,
+	external_id = CASE WHEN v.status = 'success' THEN v.external_id WHEN v.status = 'deleted' THEN '' ELSE external_map.external_id END,
+	pushed_hash = CASE WHEN v.status = 'success' THEN v.pushed_hash WHEN v.status = 'deleted' THEN '' ELSE external_map.pushed_hash END,
+	create_payload = CASE WHEN v.status IN ('success', 'deleted') THEN '' ELSE external_map.create_payload END,
+	idempotency_key = CASE WHEN v.next_key <> '' THEN v.next_key ELSE external_map.idempotency_key END,
 	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, last_error = v.last_error,
 	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?,
-	trace_parent = CASE WHEN v.status IN ('success', 'failed') AND external_map.trace_parent = v.trace_parent THEN ''
+	trace_parent = CASE WHEN v.status IN ('success', 'deleted', 'failed') AND external_map.trace_parent = v.trace_parent THEN ''
 		ELSE external_map.trace_parent END`
 
 // errorGroupOf fingerprints a failure, so the failed page can group it.

@@ -88,7 +88,7 @@ type CompareBatch struct {
 // would otherwise hash-join whole tables for each batch.
 func LoadCompareBatch(db *gorm.DB, runID int64, service, localType, afterID string, limit int) (*CompareBatch, error) {
 	b := &CompareBatch{}
-	err := db.Select("id, local_type, local_id, payload, content_hash").
+	err := db.Select("id, local_type, local_id, payload, content_hash, deleted_at").
 		Where("local_type = ? AND local_id > ?", localType, afterID).Order("local_type, local_id").Limit(limit).Find(&b.Records).Error
 	if err != nil || len(b.Records) == 0 {
 		return b, wrapErr(err, "read records to compare")

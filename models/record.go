@@ -61,8 +61,9 @@ type RecordWrite struct {
 }
 
 // UpsertRecords stores records' payloads in one statement and returns the
-// keys whose content changed: new records, and records whose hash differs.
-// A record whose stored hash is already the same is not written. The keys
+// keys whose content changed: new records, records whose hash differs, and
+// deleted records, which a write brings back to life (their tombstone
+// cleared). A live record whose stored hash is already the same is not written. The keys
 // must be distinct (Postgres refuses to update one row twice in a statement).
 //
 // The WHERE on the conflict update makes an unchanged payload a no-op, and
@@ -88,8 +89,8 @@ func UpsertRecords(tx *gorm.DB, recs []RecordWrite, now time.Time) (map[RecordKe
 		args = append(args, r.LocalType, r.LocalID, r.Payload, r.Hash, now, now)
 	}
 	sql.WriteString(` ON CONFLICT (local_type, local_id) DO UPDATE
-		SET payload = excluded.payload, content_hash = excluded.content_hash, updated_at = excluded.updated_at
-		WHERE records.content_hash <> excluded.content_hash
+		SET payload = excluded.payload, content_hash = excluded.content_hash, updated_at = excluded.updated_at, deleted_at = NULL
+		WHERE records.content_hash <> excluded.content_hash OR records.deleted_at IS NOT NULL
 		RETURNING local_type, local_id`)
 	var written []RecordKey
 	if err := tx.Raw(sql.String(), args...).Scan(&written).Error; err != nil {
@@ -158,4 +159,54 @@ func LinkByID(db *gorm.DB, id int64) (*Link, error) {
 	var l Link
 	err := db.Take(&l, id).Error
 	return &l, notFound(err, fmt.Sprintf("link %d", id))
+}
+
+// TombstoneRecords marks records deleted, in one statement, and returns the
+// keys it marked: those of live records. A record already deleted keeps its
+// first tombstone, and a key of no record is not in the answer either
+// (ExistingRecords tells the two apart). Rows go in key order, as
+// UpsertRecords takes them, so that the two cannot deadlock on Postgres.
+func TombstoneRecords(tx *gorm.DB, keys []RecordKey, now time.Time) (map[RecordKey]bool, error) {
+	marked := make(map[RecordKey]bool, len(keys))
+	if len(keys) == 0 {
+		return marked, nil
+	}
+	sorted := slices.Clone(keys)
+	slices.SortFunc(sorted, RecordKey.compare)
+	pairs := make([][]any, len(sorted))
+	for i, k := range sorted {
+		pairs[i] = []any{k.LocalType, k.LocalID}
+	}
+	lock := ""
+	if Dialect(tx) == Postgres {
+		lock = " ORDER BY local_type, local_id FOR UPDATE"
+	}
+	var done []RecordKey
+	err := tx.Raw(`UPDATE records SET deleted_at = ?, updated_at = ?
+		WHERE deleted_at IS NULL AND id IN (SELECT id FROM records WHERE (local_type, local_id) IN ? AND deleted_at IS NULL`+lock+`)
+		RETURNING local_type, local_id`, now, now, pairs).Scan(&done).Error
+	if err != nil {
+		return nil, fmt.Errorf("delete %d records: %w", len(keys), err)
+	}
+	for _, k := range done {
+		marked[k] = true
+	}
+	return marked, nil
+}
+
+// LinksOfRecords returns every link of the given records.
+func LinksOfRecords(db *gorm.DB, keys []RecordKey) ([]Link, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	pairs := make([][]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = []any{k.LocalType, k.LocalID}
+	}
+	var out []Link
+	err := db.Where("(local_type, local_id) IN ?", pairs).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("read the links of %d records: %w", len(keys), err)
+	}
+	return out, nil
 }

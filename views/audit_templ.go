@@ -453,6 +453,7 @@ var actionLabels = map[string]string{
 	action.ScheduleRun:       "Ran a scheduled task",
 	action.EventReplay:       "Replayed a webhook",
 	action.RecordUpsert:      "Record sent by the API",
+	action.RecordDelete:      "Record deleted by the API",
 	// h-recon (issue 14)
 	action.ReconcileResolve:    "Resolved a reconciliation finding",
 	action.ReconcileApply:      "Applied a dry run's fixes",

@@ -20,6 +20,7 @@ type recordJSON struct {
 	Payload   rawJSON    `json:"payload"`
 	Hash      string     `json:"content_hash"`
 	UpdatedAt time.Time  `json:"updated_at"`
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
 	Changed   *bool      `json:"changed,omitempty"`
 	Links     []linkJSON `json:"links"`
 }
@@ -52,6 +53,28 @@ func (s *Server) apiPutRecord(c echo.Context) error {
 	out.Changed = &res.Changed
 	if res.Changed {
 		s.audit(c, action.RecordUpsert, typ+"/"+id, models.OutcomeSuccess, "")
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// apiDeleteRecord answers DELETE /api/v1/records/{type}/{id}: the record is
+// deleted, and the delete of its object queued to every service it is
+// linked to. A record deleted already changes nothing (200, changed false);
+// a write of it afterwards brings it back.
+func (s *Server) apiDeleteRecord(c echo.Context) error {
+	typ, id := c.Param("type"), c.Param("id")
+	res, err := s.outbox.Delete(c.Request().Context(), typ, id)
+	if err != nil {
+		return err
+	}
+	rec, err := models.RecordByKey(s.requestDB(c), typ, id)
+	if err != nil {
+		return err
+	}
+	out := toRecordJSON(rec, res.Links)
+	out.Changed = &res.Changed
+	if res.Changed {
+		s.audit(c, action.RecordDelete, typ+"/"+id, models.OutcomeSuccess, "")
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -91,7 +114,7 @@ func (s *Server) apiSyncLink(c echo.Context) error {
 
 func toRecordJSON(r *models.Record, links []models.Link) recordJSON {
 	out := recordJSON{LocalType: r.LocalType, LocalID: r.LocalID, Payload: rawJSON(r.Payload), Hash: r.ContentHash,
-		UpdatedAt: r.UpdatedAt, Links: make([]linkJSON, 0, len(links))}
+		UpdatedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, Links: make([]linkJSON, 0, len(links))}
 	for _, l := range links {
 		out.Links = append(out.Links, toLinkJSON(l))
 	}

@@ -30,6 +30,8 @@ type batchRecordJSON struct {
 	Type    string          `json:"type"`
 	ID      string          `json:"id"`
 	Payload json.RawMessage `json:"payload"`
+	// Op is "delete" to delete the record; "" or "upsert" writes it.
+	Op string `json:"op"`
 }
 
 // batchResultJSON says what became of one record of a batch.
@@ -51,7 +53,8 @@ type batchJSON struct {
 }
 
 // apiPostRecords answers POST /api/v1/records: up to outbox.MaxBatch
-// upserts in one transaction, as a JSON array or as NDJSON. A refused record
+// upserts (and deletes, with "op": "delete") in one transaction, as a JSON
+// array or as NDJSON. A refused record
 // is skipped and the others are stored; a database failure stores none of
 // them (503). The same batch again changes nothing.
 func (s *Server) apiPostRecords(c echo.Context) error {
@@ -200,5 +203,16 @@ func decodeBatchRecord(raw json.RawMessage) (outbox.Incoming, error) {
 	if err != nil {
 		return outbox.Incoming{}, models.Invalid("the record cannot be read: " + err.Error())
 	}
-	return outbox.Incoming{Type: r.Type, ID: r.ID, Payload: r.Payload}, nil
+	in := outbox.Incoming{Type: r.Type, ID: r.ID, Payload: r.Payload}
+	switch r.Op {
+	case "", "upsert":
+		return in, nil
+	case "delete":
+		if r.Payload != nil {
+			return in, models.Invalid(`a delete carries no payload: {"type": …, "id": …, "op": "delete"}`)
+		}
+		in.Delete = true
+		return in, nil
+	}
+	return in, models.Invalid(fmt.Sprintf(`the op must be "upsert" (the default) or "delete", not %q`, r.Op))
 }

@@ -161,6 +161,7 @@ func (s *Server) showLink(c echo.Context) error {
 		len(v.Attempts) > 0 && v.Attempts[0].Outcome == string(models.OutcomeAmbiguous)
 	if rec, err := models.RecordByKey(s.requestDB(c), l.LocalType, l.LocalID); err == nil {
 		v.Payload = s.prettyRedacted(rec.Payload)
+		v.RecordDeletedAt = rec.DeletedAt
 	}
 	title := l.LocalType + " " + l.LocalID + " in " + l.ExternalService
 	return s.render(c, views.LinkPage(s.page(c, title, "/links"), v))

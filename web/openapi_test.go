@@ -142,6 +142,13 @@ func TestOpenAPIEveryDocumentedAnswerIsSeen(t *testing.T) {
 	anon.get("/api/v1/records/order/1")
 	a.do("GET", "/api/v1/records/order/999", "")
 
+	// deleteRecord: 200, 400, 401, 404.
+	code, out = a.do("DELETE", "/api/v1/records/order/3", "")
+	require.Equal(t, http.StatusOK, code, out)
+	require.Equal(t, http.StatusBadRequest, a.send("DELETE", "/api/v1/records/order/a%20b", "").status)
+	anon.do(http.MethodDelete, "/api/v1/records/order/3", nil, nil)
+	require.Equal(t, http.StatusNotFound, a.send("DELETE", "/api/v1/records/order/999", "").status)
+
 	// syncLink: 202, 400, 401, 404, 409 (the first is still being sent).
 	links, err := models.RecordLinks(b.db, "order", "1")
 	require.NoError(t, err)

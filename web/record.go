@@ -39,7 +39,7 @@ func (s *Server) recordAndLinks(c echo.Context) (*models.Record, []models.Link, 
 // recordView is the record's page: its links, its timeline, the payload.
 func (s *Server) recordView(c echo.Context, rec *models.Record, links []models.Link) (views.RecordView, error) {
 	v := views.RecordView{LocalType: rec.LocalType, LocalID: rec.LocalID, Payload: s.prettyRedacted(rec.Payload), UpdatedAt: rec.UpdatedAt,
-		CanCheck: s.rec != nil && s.rec.Checkable(rec.LocalType)}
+		CanCheck: s.rec != nil && s.rec.Checkable(rec.LocalType), DeletedAt: rec.DeletedAt}
 	service := map[int64]string{}
 	for _, l := range links {
 		v.Links = append(v.Links, linkRow(l))

@@ -95,6 +95,7 @@ func (s *Server) routes() error {
 	api.GET("/links", s.apiListLinks)
 	api.POST("/links/:id/sync", s.apiSyncLink)
 	api.PUT("/records/:type/:id", s.apiPutRecord, recordKey)
+	api.DELETE("/records/:type/:id", s.apiDeleteRecord, recordKey)
 	api.POST("/records", s.apiPostRecords)
 	api.GET("/records/:type/:id", s.apiGetRecord, recordKey)
 	api.POST("/events/:service/:id/replay", s.apiReplayEvent)

@@ -54,7 +54,8 @@ func setup(t *testing.T, db *gorm.DB) *bundle {
 	svc := config.Service{Kind: "http", BaseURL: crmSrv.URL, Timeout: 5 * time.Second,
 		Retry: config.Retry{MaxAttempts: 3, Base: time.Second, Max: time.Minute},
 		Objects: map[string]config.Object{"order": {Remote: "deal", ExternalKey: "site_order_{local_id}", KeyField: "external_key",
-			IDField: "id", Create: "POST /deals", Update: "PUT /deals/{external_id}", Lookup: "GET /deals?external_key={external_key}"}}}
+			IDField: "id", Create: "POST /deals", Update: "PUT /deals/{external_id}", Lookup: "GET /deals?external_key={external_key}",
+			Delete: "DELETE /deals/{external_id}"}}}
 	cfg.Services = map[string]config.Service{"crm": svc}
 	log := slog.New(slog.DiscardHandler)
 	eng := outbox.New(db, []outbox.Service{{Name: "crm", Config: svc, Conn: connector.NewHTTP("crm", svc, redact.New(nil), nil)}},

@@ -32,6 +32,7 @@ const (
 	ScheduleRun       = "schedule.run"
 	EventReplay       = "event.replay"
 	RecordUpsert      = "record.upsert"
+	RecordDelete      = "record.delete"
 
 	// Issue 14, h-recon: a person's decisions on reconciliation findings,
 	// and a look at what a provider holds of one record.

@@ -11,8 +11,10 @@ const (
 	FieldMismatch   = "field_mismatch"    // the object differs from the record's desired state
 	NeverSynced     = "never_synced"      // a routed record that never reached the provider
 	FailedButExists = "failed_but_exists" // a failed link whose object exists after all
+	// DeletedButPresent: an object carrying the key of a deleted record.
+	DeletedButPresent = "deleted_but_present"
 )
 
 // Kinds lists every kind in the order pages show them.
 var Kinds = []string{MissingRemote, UnlinkedRemote, DuplicateRemote,
-	FieldMismatch, NeverSynced, FailedButExists}
+	FieldMismatch, NeverSynced, FailedButExists, DeletedButPresent}

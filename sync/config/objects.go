@@ -21,10 +21,13 @@ func (o Object) validate(bad func(setting, format string, a ...any)) {
 		if v == "" && optional {
 			continue
 		}
-		if _, err := ParseEndpoint(v); err != nil {
+		if ep, err := ParseEndpoint(v); err != nil {
 			bad(field, "%v", err)
+		} else if ep.Method == "DELETE" {
+			bad(field, "%q: DELETE removes an object; it goes in the delete setting", v)
 		}
 	}
+	o.validateDelete(bad)
 	if o.Update != "" && !strings.Contains(o.Update, "{external_id}") && !strings.Contains(o.Update, "{external_key}") {
 		bad("update", "the path needs {external_id} (or {external_key}, for a provider that updates by our key)")
 	}
@@ -65,6 +68,40 @@ func (o Object) validate(bad func(setting, format string, a ...any)) {
 				bad("conflict.id_pattern", "must be a regular expression whose first group is the id (e.g. 'Existing ID: (\\d+)')")
 			}
 		}
+	}
+}
+
+// validateDelete checks how the object of a deleted record goes: by a
+// delete, or by an archive (an update with its own body), never both.
+func (o Object) validateDelete(bad func(setting, format string, a ...any)) {
+	byID := func(setting, v string) {
+		if !strings.Contains(v, "{external_id}") && !strings.Contains(v, "{external_key}") {
+			bad(setting, "the path needs {external_id} (or {external_key}): it names the object to remove")
+		}
+	}
+	if o.Delete != "" {
+		if _, err := ParseEndpoint(o.Delete); err != nil {
+			bad("delete", "%v", err)
+		}
+		byID("delete", o.Delete)
+	}
+	switch {
+	case o.Delete != "" && o.Archive != "":
+		bad("archive", "give delete or archive, not both")
+	case o.Archive != "":
+		if ep, err := ParseEndpoint(o.Archive); err != nil {
+			bad("archive", "%v", err)
+		} else if ep.Method == "GET" || ep.Method == "DELETE" {
+			bad("archive", "%q: an archive is an update (PATCH, PUT or POST) with archive_body; for a DELETE use the delete setting", o.Archive)
+		}
+		byID("archive", o.Archive)
+		if o.ArchiveBody.IsZero() {
+			bad("archive_body", "an archive needs the body that marks the object archived, e.g. {archived: true}")
+		} else if _, err := mapping.Compile(o.ArchiveBody.Fields, o.ArchiveBody.Expr); err != nil {
+			bad("archive_body", "%v", err)
+		}
+	case !o.ArchiveBody.IsZero():
+		bad("archive_body", "archive_body goes with an archive setting, which is not given")
 	}
 }
 

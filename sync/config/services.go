@@ -109,6 +109,15 @@ type Object struct {
 	// call ("PATCH /sobjects/Account/Key__c/{external_key}"); when set,
 	// every send is an upsert and needs no lookup.
 	Upsert string `yaml:"upsert"`
+	// Delete removes the object of a deleted record ("DELETE
+	// /deals/{external_id}"); "" with no archive either = the service has
+	// no delete, and the objects of deleted records stay.
+	Delete string `yaml:"delete"`
+	// Archive, instead of delete, marks the object of a deleted record
+	// with an update ("PATCH /deals/{external_id}") whose body is
+	// ArchiveBody ({"archived": true}).
+	Archive     string `yaml:"archive"`
+	ArchiveBody Body   `yaml:"archive_body"`
 	// Body maps the record's payload onto the request body; empty sends
 	// the payload as it is, with our key at key_field.
 	Body Body `yaml:"body"`
@@ -176,8 +185,9 @@ func ParseEndpoint(s string) (Endpoint, error) {
 	switch {
 	case !ok || !strings.HasPrefix(path, "/"):
 		return Endpoint{}, fmt.Errorf("%q is not METHOD /path", s)
-	case method != http.MethodGet && method != http.MethodPost && method != http.MethodPut && method != http.MethodPatch:
-		return Endpoint{}, fmt.Errorf("%q: method must be GET, POST, PUT or PATCH", s)
+	case method != http.MethodGet && method != http.MethodPost && method != http.MethodPut && method != http.MethodPatch &&
+		method != http.MethodDelete:
+		return Endpoint{}, fmt.Errorf("%q: method must be GET, POST, PUT, PATCH or DELETE", s)
 	}
 	return Endpoint{Method: method, Path: path}, nil
 }

@@ -26,6 +26,7 @@ type object struct {
 	config.Object
 	body     *mapping.Mapping // nil: the payload as it is, with our key at key_field
 	search   *mapping.Mapping // the lookup's search body, for a POST lookup
+	archive  *mapping.Mapping // the archive's body, for an object archived rather than deleted
 	conflict *regexp.Regexp
 	// err is a setting that does not compile. Complete refuses such a
 	// configuration at start, so this is for a caller that skipped it:
@@ -52,6 +53,11 @@ func prepare(name, typ string, o config.Object) object {
 		path, _ := json.Marshal(strings.Split(o.KeyField, "."))
 		if p.body, err = mapping.Compile(nil, ". | setpath("+string(path)+"; $key)"); err != nil {
 			fail("key_field", err)
+		}
+	}
+	if !o.ArchiveBody.IsZero() {
+		if p.archive, err = mapping.Compile(o.ArchiveBody.Fields, o.ArchiveBody.Expr); err != nil {
+			fail("archive_body", err)
 		}
 	}
 	if o.LookupBody != "" {

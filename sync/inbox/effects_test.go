@@ -303,3 +303,20 @@ func TestDealUpdatedLeavesAWaitingOrFailedLinkAsItIs(t *testing.T) {
 		})
 	}
 }
+
+// Our own delete comes back as the provider's deal.deleted: the link, done
+// as deleted and without an id, is found by our key and must stay deleted,
+// not become a failed link waiting for a person to re-create its object.
+func TestTheProvidersDeletionOfAnObjectWeDeletedLeavesTheLinkDeleted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.crmOrder("1", "")
+		require.NoError(t, db.Model(&models.Link{}).Where("id = ?", e.link("crm", "1").ID).Update("status", models.StatusDeleted).Error)
+		res, err := e.deliver("crm", `{"id":"m1","type":"deal.deleted","data":{"id":"deal_1","external_key":"site_order_1"}}`)
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome, res.Note)
+		l := e.link("crm", "1")
+		require.Equal(t, models.StatusDeleted, l.Status)
+		require.Nil(t, l.RemoteDeletedAt)
+	})
+}

@@ -90,6 +90,8 @@ func leftAsIs(l *models.Link) string {
 			l.Attempts+1, l.NextAttemptAt.UTC().Format(time.RFC3339))
 	case models.StatusProcessing:
 		return "; the link is being pushed"
+	case models.StatusDeleted:
+		return "; the record was deleted here, so nothing is pushed"
 	}
 	return "; the link's push is already queued"
 }
@@ -110,6 +112,11 @@ func markDeleted(s subject, recreate bool) Effect {
 		}
 		if link.RemoteDeletedAt != nil {
 			return "already marked deleted", errIgnored
+		}
+		if link.Status == models.StatusDeleted {
+			// Our own delete, most likely, come back as an event: the link
+			// already says the object is gone, and nothing is to re-create.
+			return "the record was deleted here, and the link already says its object is gone", errIgnored
 		}
 		return deleted(tx, ev, link, cmp.Or(link.ExternalID, id, link.ExternalKey), recreate, now)
 	}

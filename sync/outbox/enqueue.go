@@ -36,6 +36,24 @@ func (e *Engine) Upsert(ctx context.Context, localType, localID string, payload 
 	return out, err
 }
 
+// Delete marks a record deleted and queues, to every service it is linked
+// to, the push of that: its object deleted (or archived). A record deleted
+// already changes nothing (Changed false); a record there is none of is an
+// error that wraps models.ErrNotFound. A write of the record afterwards
+// brings it back, and its objects are created anew.
+func (e *Engine) Delete(ctx context.Context, localType, localID string) (Enqueued, error) {
+	res, err := e.UpsertBatch(ctx, []Incoming{{Type: localType, ID: localID, Delete: true}})
+	if err != nil {
+		return Enqueued{}, err
+	}
+	if res[0].Refused != nil {
+		return Enqueued{}, res[0].Refused
+	}
+	out := Enqueued{Changed: res[0].Changed}
+	out.Links, err = models.RecordLinks(e.db.WithContext(ctx), localType, localID)
+	return out, err
+}
+
 // MaxBatch is the most records one UpsertBatch takes.
 const MaxBatch = 1000
 
@@ -50,16 +68,24 @@ type Incoming struct {
 
 // Applied says what became of one record of a batch.
 type Applied struct {
-	Changed bool  // stored with new content, and a push queued to every routed service
-	Refused error // why the record was not taken (a *models.InvalidError); nil when it was
+	// Changed: stored with new content (or deleted), and a push queued to
+	// every routed service (every linked one, for a delete). A delete of a
+	// record already deleted changes nothing.
+	Changed bool
+	// Refused says why the record was not taken: a *models.InvalidError, or
+	// for a delete of no record an error wrapping models.ErrNotFound; nil
+	// when it was.
+	Refused error
 }
 
 // UpsertBatch stores up to MaxBatch records and queues a push for each that
 // changed, in one transaction, answering per record in input order. A record
 // that cannot be taken (unrouted type, bad key, payload not an object or too
-// large, a key that came earlier in the batch) is refused and the others go
-// on; a database error rolls the whole batch back and is returned, so a batch
-// is never half written. The same batch again changes nothing.
+// large, a key that came earlier in the batch, a delete of no record) is
+// refused and the others go on; a database error rolls the whole batch back
+// and is returned, so a batch is never half written. The same batch again
+// changes nothing. A delete (Incoming.Delete) marks its record deleted and
+// queues its links: see Delete.
 //
 // It costs two statements inside the transaction when the changed records
 // have up to 1,000 links between them: a multi-row upsert of the records that
@@ -77,15 +103,15 @@ func (e *Engine) ApplyBatch(ctx context.Context, batch []Incoming, also func(tx 
 	if len(batch) > MaxBatch {
 		return nil, models.Invalid(fmt.Sprintf("a batch holds at most %d records; this one holds %d", MaxBatch, len(batch)))
 	}
-	out, at, writes := e.sift(batch)
-	if len(writes) == 0 && also == nil {
+	out, at, w := e.sift(batch)
+	if len(w.upserts)+len(w.deletes) == 0 && also == nil {
 		return out, nil
 	}
 	now, trace := e.clock.Now(), traceParent(ctx)
-	var changed map[models.RecordKey]bool
+	var changed, missing map[models.RecordKey]bool
 	err := e.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		if changed, err = e.write(tx, writes, now, trace); err != nil || also == nil {
+		if changed, missing, err = e.write(tx, w, now, trace); err != nil || also == nil {
 			return err
 		}
 		return also(tx)
@@ -95,6 +121,9 @@ func (e *Engine) ApplyBatch(ctx context.Context, batch []Incoming, also func(tx 
 	}
 	for k, i := range at {
 		out[i].Changed = changed[k]
+		if missing[k] {
+			out[i].Refused = fmt.Errorf("there is no record %s/%s to delete: %w", k.LocalType, k.LocalID, models.ErrNotFound)
+		}
 	}
 	if len(changed) > 0 {
 		e.poke()
@@ -102,50 +131,102 @@ func (e *Engine) ApplyBatch(ctx context.Context, batch []Incoming, also func(tx 
 	return out, nil
 }
 
-// write stores the batch's records and queues a push of each that changed.
-func (e *Engine) write(tx *gorm.DB, writes []models.RecordWrite, now time.Time, trace string) (map[models.RecordKey]bool, error) {
-	changed, err := models.UpsertRecords(tx, writes, now)
-	if err != nil || len(changed) == 0 {
-		return changed, err
+// writes are a batch's records to store and to delete.
+type writes struct {
+	upserts []models.RecordWrite
+	deletes []models.RecordKey
+}
+
+// write stores the batch's records, deletes those it deletes, and queues a
+// push of each that changed: to every routed service for a record stored,
+// to every service it is linked to for a record deleted. It also returns
+// the deletes of no record at all.
+func (e *Engine) write(tx *gorm.DB, w writes, now time.Time, trace string) (changed, missing map[models.RecordKey]bool, err error) {
+	if changed, err = models.UpsertRecords(tx, w.upserts, now); err != nil {
+		return nil, nil, err
 	}
 	var specs []models.LinkSpec
-	for _, w := range writes {
-		if changed[w.RecordKey] {
-			specs = append(specs, e.linkSpecs(w.LocalType, w.LocalID, trace)...)
+	for _, u := range w.upserts {
+		if changed[u.RecordKey] {
+			specs = append(specs, e.linkSpecs(u.LocalType, u.LocalID, trace)...)
 		}
 	}
-	return changed, models.QueueLinks(tx, specs, now)
+	deleted, missing, err := tombstone(tx, w.deletes, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	links, err := models.LinksOfRecords(tx, deleted)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, l := range links {
+		specs = append(specs, models.LinkSpec{RecordKey: models.RecordKey{LocalType: l.LocalType, LocalID: l.LocalID},
+			Service: l.ExternalService, ExternalKey: l.ExternalKey, IdempotencyKey: l.IdempotencyKey, TraceParent: trace})
+	}
+	for _, k := range deleted {
+		changed[k] = true
+	}
+	return changed, missing, models.QueueLinks(tx, specs, now)
+}
+
+// tombstone deletes records and returns those it deleted, and the keys of
+// no record (a record deleted already is neither).
+func tombstone(tx *gorm.DB, keys []models.RecordKey, now time.Time) (deleted []models.RecordKey, missing map[models.RecordKey]bool, err error) {
+	marked, err := models.TombstoneRecords(tx, keys, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rest []models.RecordKey
+	for _, k := range keys {
+		if marked[k] {
+			deleted = append(deleted, k)
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	have, err := models.ExistingRecords(tx, rest)
+	if err != nil {
+		return nil, nil, err
+	}
+	missing = map[models.RecordKey]bool{}
+	for _, k := range rest {
+		missing[k] = !have[k]
+	}
+	return deleted, missing, nil
 }
 
 // sift refuses the records of a batch that cannot be taken and prepares the
 // others' writes; at says where each key taken is in the batch.
-func (e *Engine) sift(batch []Incoming) (out []Applied, at map[models.RecordKey]int, writes []models.RecordWrite) {
+func (e *Engine) sift(batch []Incoming) (out []Applied, at map[models.RecordKey]int, w writes) {
 	out = make([]Applied, len(batch))
 	at = make(map[models.RecordKey]int, len(batch))
-	writes = make([]models.RecordWrite, 0, len(batch))
+	w.upserts = make([]models.RecordWrite, 0, len(batch))
 	for i, in := range batch {
-		w, err := e.prepare(in)
-		if first, seen := at[w.RecordKey]; err == nil && seen {
+		rw, err := e.prepare(in)
+		if first, seen := at[rw.RecordKey]; err == nil && seen {
 			err = models.Invalid(fmt.Sprintf("the same type and id came earlier in this batch, as record %d", first+1))
 		}
 		if err != nil {
 			out[i].Refused = err
 			continue
 		}
-		at[w.RecordKey] = i
-		writes = append(writes, w)
+		at[rw.RecordKey] = i
+		if in.Delete {
+			w.deletes = append(w.deletes, rw.RecordKey)
+		} else {
+			w.upserts = append(w.upserts, rw)
+		}
 	}
-	return out, at, writes
+	return out, at, w
 }
 
-// prepare checks one incoming record and canonicalises its payload.
+// prepare checks one incoming record and canonicalises its payload. A
+// delete needs only a good key: a record whose type is no longer routed may
+// still have links whose objects are to go.
 func (e *Engine) prepare(in Incoming) (models.RecordWrite, error) {
 	w := models.RecordWrite{RecordKey: models.RecordKey{LocalType: in.Type, LocalID: in.ID}}
-	if err := CheckKey(in.Type, in.ID); err != nil {
+	if err := CheckKey(in.Type, in.ID); err != nil || in.Delete {
 		return w, err
-	}
-	if in.Delete {
-		return w, models.Invalid("deleting a record is not supported yet")
 	}
 	if !e.Routed(in.Type) {
 		return w, models.Invalid(fmt.Sprintf("no service is configured for records of type %q", in.Type))

@@ -32,8 +32,10 @@ type Connector interface {
 	Update(ctx context.Context, rec connector.Record) connector.Call
 	Upsert(ctx context.Context, rec connector.Record) connector.Call
 	Lookup(ctx context.Context, localType, key string) connector.Call
+	Delete(ctx context.Context, rec connector.Record) connector.Call
 	CanLookup(localType string) bool
 	CanUpsert(localType string) bool
+	CanDelete(localType string) bool
 }
 
 // Service is a configured service with its connector.

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/syncdesk/syncdesk/models"
@@ -16,10 +17,11 @@ type job struct {
 	payload string // the record's current canonical payload
 	hash    string
 	probe   bool // sent to test a paused service's provider
+	deleted bool // the record is deleted: the object is to go
 }
 
-// send runs one link's operation — update, or look up then create — and
-// decides its outcome. It never panics: a connector panic fails the attempt.
+// send runs one link's operation — update, look up then create, or delete
+// — and decides its outcome. It never panics: a connector panic fails the attempt.
 func (e *Engine) send(ctx context.Context, j job) (out models.LinkOutcome) {
 	svc, ok := e.services[j.link.ExternalService]
 	out = models.LinkOutcome{Link: j.link, Attempts: j.link.Attempts, NeedsLookup: j.link.NeedsLookup}
@@ -53,6 +55,10 @@ type sender struct {
 func (s *sender) run(ctx context.Context) {
 	l := s.j.link
 	conn := s.svc.Conn
+	if s.j.deleted {
+		s.remove(ctx)
+		return
+	}
 	if conn.CanUpsert(l.LocalType) {
 		// One idempotent call by our key, created or updated alike: a lost
 		// answer is harmless, and no lookup is needed.
@@ -66,6 +72,10 @@ func (s *sender) run(ctx context.Context) {
 	}
 	if l.ExternalID != "" {
 		call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Update(ctx, s.record(s.j.payload)) })
+		if call.HTTPCode == http.StatusNotFound && l.NeedsLookup && conn.CanLookup(l.LocalType) {
+			s.recreate(ctx)
+			return
+		}
 		s.settle(call, s.j.hash)
 		return
 	}

@@ -119,7 +119,7 @@ func (rn *run) subjectsOf(ctx context.Context, b *models.CompareBatch) ([]subjec
 	out := make([]subject, len(b.Records))
 	for i, r := range b.Records {
 		out[i] = subject{localType: r.LocalType, localID: r.LocalID, payload: r.Payload, contentHash: r.ContentHash,
-			link: links[r.LocalID], remotes: seen[r.LocalID]}
+			deleted: r.DeletedAt != nil, link: links[r.LocalID], remotes: seen[r.LocalID]}
 		if l := out[i].link; l != nil {
 			out[i].linkIDSeen = listed[l.externalID]
 		}

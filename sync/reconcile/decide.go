@@ -15,6 +15,7 @@ import (
 type subject struct {
 	localType, localID   string
 	payload, contentHash string
+	deleted              bool // the record is deleted: no object should carry its key
 	link                 *linkView
 	remotes              []remoteView
 	linkIDSeen           bool // the link's external id was listed, under any key
@@ -54,6 +55,8 @@ func decide(s subject, t objectType, service string) (verdict, bool) {
 		v.f.LinkID, v.f.LinkExternalID = &l.id, l.externalID
 	}
 	switch {
+	case s.deleted:
+		return decideDeleted(v, s, service)
 	case len(s.remotes) > 1:
 		return v.with(discrepancy.DuplicateRemote, false, "%d objects in %s carry the key %s (%s): a person must decide which one to keep.",
 			len(ids), service, v.f.ExternalKey, strings.Join(ids, ", "))
@@ -69,6 +72,23 @@ func decide(s subject, t objectType, service string) (verdict, bool) {
 		return decideFailed(v, s, t, service)
 	}
 	return v, false // new, retry, processing: the outbox is on it
+}
+
+// decideDeleted: a deleted record, whose object should be gone. One that
+// is not is reported, never re-created nor adopted: deleting it again is a
+// person's call, who may rather write the record again to keep it.
+func decideDeleted(v verdict, s subject, service string) (verdict, bool) {
+	if len(s.remotes) == 0 || (s.link != nil && pending(s.link.status)) {
+		return v, false // nothing there, or the outbox is deleting it
+	}
+	ids := strings.Split(v.f.ExternalIDs, ",")
+	return v.with(discrepancy.DeletedButPresent, false, "The record was deleted, but %s still has %s carrying our key %s.",
+		service, strings.Join(ids, ", "), v.f.ExternalKey)
+}
+
+// pending says whether the outbox has a push of the link to do.
+func pending(st models.Status) bool {
+	return st == models.StatusNew || st == models.StatusRetry || st == models.StatusProcessing
 }
 
 // decideUnlinked: a record with no link to the service.

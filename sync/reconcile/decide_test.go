@@ -65,6 +65,16 @@ func TestDecide(t *testing.T) {
 		{"a push is going, object differs", subject{link: &linkView{id: 7, status: models.StatusProcessing, externalID: "deal_1"}, remotes: remote("deal_1", differs)}, nil, "", false, ""},
 		{"changed since the run began", subject{link: &linkView{id: 7, status: models.StatusSuccess, externalID: "deal_1", moved: true}}, nil, "", false, ""},
 		{"deleted on the provider's word", subject{link: &linkView{id: 7, status: models.StatusFailed, externalID: "deal_1", deleted: true}}, nil, "", false, ""},
+		// A deleted record: nothing to create, whatever its link says; an
+		// object under its key is reported, never adopted nor re-created.
+		{"deleted record, object gone", subject{deleted: true, link: &linkView{id: 7, status: models.StatusDeleted, key: "site_order_1"}}, nil, "", false, ""},
+		{"deleted record, no link, no object", subject{deleted: true}, nil, "", false, ""},
+		{"deleted record, its delete pending", subject{deleted: true, link: &linkView{id: 7, status: models.StatusNew, externalID: "deal_1"},
+			remotes: remote("deal_1", same)}, nil, "", false, ""},
+		{"deleted record, object re-appeared", subject{deleted: true, link: &linkView{id: 7, status: models.StatusDeleted, key: "site_order_1"},
+			remotes: remote("deal_2", same)}, nil, discrepancy.DeletedButPresent, false, ""},
+		{"deleted record, no delete at the service", subject{deleted: true, link: failed("deal_1"), remotes: remote("deal_1", same)},
+			nil, discrepancy.DeletedButPresent, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

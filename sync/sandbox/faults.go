@@ -8,7 +8,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/clock"
 )
 
-// Script queues faults for the next mutating requests (POST, PUT), one each,
+// Script queues faults for the next mutating requests (POST, PUT, DELETE), one each,
 // in order. While the queue is not empty it decides alone: a scripted None
 // passes a request through even when the rates would have struck.
 func (p *Provider) Script(faults ...Fault) {

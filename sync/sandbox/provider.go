@@ -250,17 +250,19 @@ func (p *Provider) get(w http.ResponseWriter, r *http.Request, id string) {
 	p.respond(w, f, http.StatusOK, body)
 }
 
-// delete is DELETE /{collection}/{id}, for drift in demos and tests; it
-// meets latency but no faults.
+// delete is DELETE /{collection}/{id}: the deletes of deleted records, and
+// drift in demos and tests. It meets faults like any write, a lost answer
+// after the object went included.
 func (p *Provider) delete(w http.ResponseWriter, r *http.Request, id string) {
-	if !p.prelude(w, r, None()) {
+	f := p.nextFault(true)
+	if !p.prelude(w, r, f) {
 		return
 	}
 	if !p.remove(id) {
 		p.notFound(w, id)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	p.respond(w, f, http.StatusNoContent, nil)
 }
 
 func (p *Provider) notFound(w http.ResponseWriter, id string) {

@@ -1,0 +1,212 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/sandbox"
+)
+
+// withDeletes gives the crm's orders a delete, and builds the engine anew.
+func (e *env) withDeletes() {
+	for i := range e.svcs {
+		if e.svcs[i].Name != "crm" {
+			continue
+		}
+		o := e.svcs[i].Config.Objects["order"]
+		o.Delete = "DELETE /deals/{external_id}"
+		e.svcs[i].Config.Objects = map[string]config.Object{"order": o}
+		e.svcs[i].Conn = connector.NewHTTP("crm", e.svcs[i].Config, e.redactr, nil)
+	}
+	e.eng = e.engine(e.db, Options{Concurrency: 8})
+}
+
+func (e *env) remove(typ, id string) Enqueued {
+	e.t.Helper()
+	res, err := e.eng.Delete(context.Background(), typ, id)
+	require.NoError(e.t, err)
+	return res
+}
+
+func TestDeleteRemovesTheObjectAndTheLinkSaysDeleted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.withDeletes()
+		e.upsert(order(1))
+		e.settle(e.eng)
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status)
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
+
+		res := e.remove("order", "1")
+		require.True(t, res.Changed)
+		require.Equal(t, models.StatusNew, res.Links[0].Status, "the delete is queued like an update")
+		e.settle(e.eng)
+
+		require.Zero(t, e.crm.CountByKey("site_order_1"), "the sandbox CRM no longer holds the object")
+		l = e.link("order", "1", "crm")
+		require.Equal(t, models.StatusDeleted, l.Status)
+		require.Empty(t, l.ExternalID, "the link forgets the object the provider no longer holds")
+		require.Empty(t, l.LastError)
+		as := e.attempts(l.ID)
+		last := as[len(as)-1]
+		require.Equal(t, "deal.delete", last.Operation)
+		require.Equal(t, 204, last.HTTPCode)
+		require.Equal(t, models.OutcomeOK, last.Outcome)
+		require.Contains(t, last.RequestExcerpt, "DELETE /deals/deal_1")
+
+		again := e.remove("order", "1")
+		require.False(t, again.Changed, "deleting a deleted record changes nothing")
+		require.Equal(t, models.StatusDeleted, again.Links[0].Status)
+		rec, err := models.RecordByKey(db, "order", "1")
+		require.NoError(t, err)
+		require.NotNil(t, rec.DeletedAt)
+	})
+}
+
+func TestADeleteWhoseAnswerIsLostIsRetriedAndItsRetrys404IsDone(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.withDeletes()
+		e.upsert(order(1))
+		e.settle(e.eng)
+		e.crm.Script(sandbox.DropAfterCommit())
+		e.remove("order", "1")
+		e.settle(e.eng)
+
+		require.Zero(t, e.crm.CountByKey("site_order_1"))
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusDeleted, l.Status)
+		require.Empty(t, l.LastError, "no error stays on the link")
+		as := e.attempts(l.ID)
+		require.Len(t, as, 3, "create, the delete whose answer was lost, the delete again")
+		require.Equal(t, "deal.delete", as[1].Operation)
+		require.Equal(t, models.OutcomeAmbiguous, as[1].Outcome)
+		require.Equal(t, "deal.delete", as[2].Operation)
+		require.Equal(t, 404, as[2].HTTPCode)
+		require.Equal(t, models.OutcomeOK, as[2].Outcome, "a 404 to a delete means done")
+	})
+}
+
+func TestARecordWrittenAgainAfterItsDeleteIsCreatedAnewWithANewKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		// Payments replays an Idempotency-Key's first answer: the old key
+		// would hand back the deleted object instead of creating one.
+		for i := range e.svcs {
+			if e.svcs[i].Name == "payments" {
+				o := e.svcs[i].Config.Objects["payment"]
+				o.Delete = "DELETE /payments/{external_id}"
+				e.svcs[i].Config.Objects = map[string]config.Object{"payment": o}
+				e.svcs[i].Conn = connector.NewHTTP("payments", e.svcs[i].Config, e.redactr, nil)
+			}
+		}
+		e.eng = e.engine(db, Options{Concurrency: 8})
+		typ, id, body := payment(1)
+		e.upsert(typ, id, body)
+		e.settle(e.eng)
+		first := e.link(typ, id, "payments")
+		e.remove(typ, id)
+		e.settle(e.eng)
+		require.Empty(t, e.pay.Objects())
+
+		res := e.upsert(typ, id, body)
+		require.True(t, res.Changed, "the same payload again brings a deleted record back")
+		e.settle(e.eng)
+		l := e.link(typ, id, "payments")
+		require.Equal(t, models.StatusSuccess, l.Status)
+		require.NotEmpty(t, l.ExternalID)
+		require.NotEqual(t, first.ExternalID, l.ExternalID, "a second object, created anew")
+		require.NotEqual(t, first.IdempotencyKey, l.IdempotencyKey)
+		require.Equal(t, first.IdempotencyKey+"-g2", l.IdempotencyKey)
+		require.Len(t, e.pay.Objects(), 1)
+		rec, err := models.RecordByKey(db, typ, id)
+		require.NoError(t, err)
+		require.Nil(t, rec.DeletedAt, "written again, the record lives")
+		as := e.attempts(l.ID)
+		require.Equal(t, l.IdempotencyKey, as[len(as)-1].IdempotencyKey, "the create carried the new key")
+	})
+}
+
+func TestADeleteOfAServiceWithoutOneFailsTheLinkSayingSo(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		typ, id, body := payment(1)
+		e.upsert(typ, id, body)
+		e.settle(e.eng)
+		e.remove(typ, id)
+		e.settle(e.eng)
+		l := e.link(typ, id, "payments")
+		require.Equal(t, models.StatusFailed, l.Status)
+		require.Equal(t, "payments has no delete operation for payment: the object stays at the provider", l.LastError)
+		require.Len(t, e.pay.Objects(), 1)
+	})
+}
+
+func TestADeleteBeforeAnySendCallsNothing(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.withDeletes()
+		e.upsert(order(1))
+		e.remove("order", "1")
+		e.settle(e.eng)
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusDeleted, l.Status)
+		require.Empty(t, e.attempts(l.ID), "never created: nothing to call")
+		require.Zero(t, e.crm.Requests().Total)
+	})
+}
+
+func TestADeleteOfNoRecordIsNotFound(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		_, err := e.eng.Delete(context.Background(), "order", "404")
+		require.True(t, errors.Is(err, models.ErrNotFound), "got %v", err)
+		require.Equal(t, "there is no record order/404 to delete: not found", err.Error())
+		res, err := e.eng.UpsertBatch(context.Background(), []Incoming{{Type: "order", ID: "a/b", Delete: true}})
+		require.NoError(t, err)
+		require.Error(t, res[0].Refused, "a bad key is refused as for a write")
+	})
+}
+
+// A delete whose answer was lost took effect; the record is written again
+// before the delete's retry. The update finds no object, and the record is
+// created anew (looked up by key first, with the next idempotency key), not
+// failed for a 404.
+func TestARecordWrittenAgainAfterADeleteWhoseAnswerWasLostIsCreatedAnew(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.withDeletes()
+		e.upsert(order(1))
+		e.settle(e.eng)
+		first := e.link("order", "1", "crm")
+		e.crm.Script(sandbox.DropAfterCommit())
+		e.remove("order", "1")
+		require.NoError(t, e.eng.Drain(context.Background()))
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusRetry, l.Status, "the delete's outcome is unknown")
+		require.Zero(t, e.crm.CountByKey("site_order_1"), "but it took effect")
+
+		_, _, body := order(1)
+		require.True(t, e.upsert("order", "1", body).Changed)
+		e.settle(e.eng)
+		l = e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
+		require.NotEqual(t, first.ExternalID, l.ExternalID)
+		require.Equal(t, first.IdempotencyKey+"-g2", l.IdempotencyKey)
+		var ops []string
+		for _, a := range e.attempts(l.ID) {
+			ops = append(ops, a.Operation)
+		}
+		require.Equal(t, []string{"deal.create", "deal.delete", "deal.update", "deal.lookup", "deal.create"}, ops)
+	})
+}

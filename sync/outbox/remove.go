@@ -1,0 +1,102 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/connector"
+)
+
+// remove pushes a deleted record's desired state: no object at the
+// provider. The object the link knows is deleted (or archived); with no
+// id, one a lost create may have made is looked up by key first; with
+// neither, the object was never created and there is nothing to call.
+func (s *sender) remove(ctx context.Context) {
+	l, conn := s.j.link, s.svc.Conn
+	id := l.ExternalID
+	if id == "" && l.NeedsLookup && conn.CanLookup(l.LocalType) {
+		call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
+		switch {
+		case call.Class != connector.OK:
+			s.settle(call, "")
+			return
+		case len(call.Found) > 1:
+			s.needsPerson(call.Found)
+			return
+		case len(call.Found) == 1:
+			id = call.Found[0]
+		}
+	}
+	switch {
+	case id == "" && l.NeedsLookup && !conn.CanLookup(l.LocalType):
+		s.out.Status, s.out.NextAttempt = models.StatusFailed, s.e.clock.Now()
+		s.out.LastError = fmt.Sprintf("a create may have reached %s, which cannot look %s up by key: whether an object stays there is unknown",
+			s.svc.Name, l.ExternalKey)
+		return
+	case id == "":
+		s.gone() // never created
+		return
+	}
+	if !conn.CanDelete(l.LocalType) {
+		s.out.Status, s.out.NextAttempt = models.StatusFailed, s.e.clock.Now()
+		s.out.LastError = fmt.Sprintf("%s has no delete operation for %s: the object stays at the provider", s.svc.Name, l.LocalType)
+		return
+	}
+	rec := s.record(s.j.payload)
+	rec.ExternalID = id
+	call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Delete(ctx, rec) })
+	s.settle(call, models.DeletedHash)
+	if s.out.Status == models.StatusSuccess {
+		s.gone()
+	}
+}
+
+// recreate sends a live record whose object the update did not find, after
+// an attempt whose outcome is unknown: most likely a delete of ours whose
+// answer was lost, before the record was written again. The object is
+// looked up by key and updated if it is there after all; if not, it is
+// created anew, with the next idempotency key, since the old one may
+// replay the create of the object that is gone.
+func (s *sender) recreate(ctx context.Context) {
+	l, conn := s.j.link, s.svc.Conn
+	call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
+	rec := s.record(s.j.payload)
+	switch {
+	case call.Class != connector.OK:
+		s.settle(call, "")
+		return
+	case len(call.Found) > 1:
+		s.needsPerson(call.Found)
+		return
+	case len(call.Found) == 1:
+		rec.ExternalID = call.Found[0]
+		s.settle(s.call(ctx, func(ctx context.Context) connector.Call { return conn.Update(ctx, rec) }), s.j.hash)
+		return
+	}
+	rec.ExternalID, s.out.NextKey = "", nextKey(l.IdempotencyKey)
+	s.settle(s.call(ctx, func(ctx context.Context) connector.Call { return conn.Create(ctx, rec, s.out.NextKey) }), s.j.hash)
+}
+
+// gone finishes the link as deleted: the provider holds no object of it.
+func (s *sender) gone() {
+	s.out.Status, s.out.ExternalID, s.out.PushedHash = models.StatusDeleted, "", models.DeletedHash
+	s.out.NeedsLookup, s.out.LastError, s.out.NextAttempt = false, "", s.e.clock.Now()
+	s.out.NextKey = nextKey(s.j.link.IdempotencyKey)
+}
+
+// nextKey is the idempotency key of the create after a delete: the key
+// with its generation (-g2, -g3, …) counted up. The provider must not
+// answer a new create of the record with the deleted object's, which a
+// replay of the old key would.
+func nextKey(key string) string {
+	base, gen := key, 1
+	if i := strings.LastIndex(key, "-g"); i >= 0 {
+		if n, err := strconv.Atoi(key[i+2:]); err == nil && n > 0 {
+			base, gen = key[:i], n
+		}
+	}
+	return base + "-g" + strconv.Itoa(gen+1)
+}
