@@ -63,14 +63,16 @@ func (s *Source) apply(ctx context.Context, cur models.SourceCursor, b batch) er
 	return s.refused(ctx, refusals)
 }
 
-// refused counts a batch's refused rows on the source's row and logs the
-// last; a refused row does not stop the source.
+// refused logs a batch's refused rows and counts them on the source's row,
+// with the last one's reason; a refused row does not stop the source.
 func (s *Source) refused(ctx context.Context, refusals []string) error {
 	if len(refusals) == 0 {
 		return nil
 	}
+	for _, r := range refusals {
+		s.opts.Log.Warn("source: row refused", "source", s.name, "row", r)
+	}
 	last := s.opts.Redactor.TextPrefix(refusals[len(refusals)-1], maxErrorText)
-	s.opts.Log.Warn("source: rows refused", "source", s.name, "refused", len(refusals), "last", last)
 	return models.SourceRefused(s.db.WithContext(ctx), s.name, int64(len(refusals)), last)
 }
 

@@ -81,10 +81,13 @@ func (b biz) createOutbox(t testing.TB) {
 	require.NoError(t, err)
 }
 
-// insert is the application writing one outbox row, in tx when not nil.
-func (b biz) insert(ctx context.Context, q interface {
+// execer is a pool or a transaction of the business database.
+type execer interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, typ, id, payload, op string) error {
+}
+
+// insert is the application writing one outbox row.
+func (b biz) insert(ctx context.Context, q execer, typ, id, payload, op string) error {
 	stmt := "INSERT INTO syncdesk_outbox (type, local_id, payload, op) VALUES ($1, $2, $3, $4)"
 	if b.driver == "mysql" {
 		stmt = "INSERT INTO syncdesk_outbox (type, local_id, payload, op) VALUES (?, ?, ?, ?)"
@@ -98,14 +101,7 @@ func (b biz) insert(ctx context.Context, q interface {
 }
 
 // outboxSource is the configuration of a source on b's outbox table.
-func (b biz) outboxSource() config.Source {
-	cfg := config.Default()
-	cfg.Services, cfg.Sources = services(), map[string]config.Source{"shop": {Driver: b.driver, DSN: b.dsn, Table: "syncdesk_outbox"}}
-	if err := cfg.Complete(); err != nil {
-		panic(err)
-	}
-	return cfg.Sources["shop"]
-}
+func (b biz) outboxSource() config.Source { return sourceConfig(b).Sources["shop"] }
 
 // services route the type item to a service whose links are never sent here.
 func services() map[string]config.Service {
@@ -140,10 +136,15 @@ func newWorld(t testing.TB, db *gorm.DB, clk clock.Clock) *world {
 	return w
 }
 
-// source opens a source as a fresh instance would.
-func (w *world) source(t testing.TB, cfg config.Source) *Source {
+// source opens a source as a fresh instance would; the first of names
+// (default shop) names it.
+func (w *world) source(t testing.TB, cfg config.Source, names ...string) *Source {
 	t.Helper()
-	s, err := New(context.Background(), "shop", cfg, w.db, w.eng, Options{Clock: w.clock, Log: w.logger})
+	name := "shop"
+	if len(names) > 0 {
+		name = names[0]
+	}
+	s, err := New(context.Background(), name, cfg, w.db, w.eng, Options{Clock: w.clock, Log: w.logger})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -207,3 +208,16 @@ func (s *syncBuffer) String() string {
 }
 
 func payload(n int) string { return fmt.Sprintf(`{"n": %d}`, n) }
+
+// sourceConfig is a whole configuration with b's outbox as source shop.
+func sourceConfig(b biz) config.Config { return sourceConfigDSN(b.driver, b.dsn) }
+
+func sourceConfigDSN(driver, dsn string) config.Config {
+	cfg := config.Default()
+	cfg.Services = services()
+	cfg.Sources = map[string]config.Source{"shop": {Driver: driver, DSN: dsn, Table: "syncdesk_outbox"}}
+	if err := cfg.Complete(); err != nil {
+		panic(err)
+	}
+	return cfg
+}
