@@ -24,8 +24,8 @@ import (
 	"github.com/syncdesk/syncdesk/sync/reconcile"
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/schedule"
-	"github.com/syncdesk/syncdesk/sync/source"
 	"github.com/syncdesk/syncdesk/sync/services"
+	"github.com/syncdesk/syncdesk/sync/source"
 )
 
 // Deps is what the web layer is given at start.
