@@ -63,7 +63,7 @@ func New(ctx context.Context, name string, cfg config.Source, db *gorm.DB, eng *
 		opts.Redactor = redact.New(nil)
 	}
 	opts.Redactor.AddSecrets(cfg.Secrets()...)
-	biz, err := open(cfg)
+	biz, err := open(cfg, opts.Log)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
@@ -78,7 +78,7 @@ func New(ctx context.Context, name string, cfg config.Source, db *gorm.DB, eng *
 // UTC whatever the DSN says (MySQL's parseTime; Postgres's session time
 // zone, which a timestamp without time zone is converted through), so that
 // a change query's cursor means the same instant when it is sent back.
-func open(cfg config.Source) (*sql.DB, error) {
+func open(cfg config.Source, log *slog.Logger) (*sql.DB, error) {
 	dsn := cfg.ExpandedDSN()
 	if cfg.Driver != "mysql" {
 		pc, err := pgx.ParseConfig(dsn)
@@ -92,13 +92,20 @@ func open(cfg config.Source) (*sql.DB, error) {
 	if err != nil {
 		return nil, errors.New("the mysql DSN cannot be read") // not err: it may quote the DSN
 	}
-	mc.ParseTime, mc.Loc = true, time.UTC
+	mc.ParseTime, mc.Loc, mc.Logger = true, time.UTC, driverLog{log}
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		return nil, errors.New("the mysql DSN cannot be used")
 	}
 	return sql.OpenDB(conn), nil
 }
+
+// driverLog takes the MySQL driver's own messages (a connection dropped
+// mid-read…) into syncdesk's log, which redacts and formats every line,
+// instead of the driver's default, the standard logger.
+type driverLog struct{ log *slog.Logger }
+
+func (d driverLog) Print(v ...any) { d.log.Warn("mysql driver: " + fmt.Sprint(v...)) }
 
 // Name is the source's name in the configuration.
 func (s *Source) Name() string { return s.name }
