@@ -38,6 +38,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/schedule"
 	"github.com/syncdesk/syncdesk/sync/services"
+	"github.com/syncdesk/syncdesk/sync/source"
 	"github.com/syncdesk/syncdesk/sync/tracing"
 	"github.com/syncdesk/syncdesk/web"
 )
@@ -256,6 +257,7 @@ func (c *cli) serve() error {
 // counted since the inbox's last write are written.
 func (a *app) stop() {
 	_ = a.sched.Stop()
+	_ = a.sources.Close() // after the scheduler: no drain reads any more
 	a.rec.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -269,13 +271,14 @@ func (a *app) stop() {
 
 // app is the wired product: the engine, the inbox, the schedules, the web.
 type app struct {
-	engine *outbox.Engine
-	inbox  *inbox.Receiver
-	rec    *reconcile.Reconciler
-	sched  *schedule.Scheduler
-	web    *web.Server
-	log    *slog.Logger
-	tracer *tracing.Provider
+	engine  *outbox.Engine
+	inbox   *inbox.Receiver
+	rec     *reconcile.Reconciler
+	sched   *schedule.Scheduler
+	sources *source.Set
+	web     *web.Server
+	log     *slog.Logger
+	tracer  *tracing.Provider
 }
 
 func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Logger, r *redact.Redactor) (*app, error) {
@@ -311,18 +314,25 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	sched, err := schedule.New(append(tasks(db, cfg, clk, log, eng, rc, rec), alertRuns...),
+	// Each source is a shared task: read by one instance at a time.
+	srcs, err := source.Open(context.Background(), cfg, db, eng, source.Options{Clock: clk, Log: log, Redactor: r})
+	if err != nil {
+		return nil, err
+	}
+	sched, err := schedule.New(append(append(tasks(db, cfg, clk, log, eng, rc, rec), alertRuns...), srcs.Tasks()...),
 		schedule.Options{DB: db, Clock: clk, Instance: eng.WorkerID(), Log: log, Redactor: r})
 	if err != nil {
+		_ = srcs.Close()
 		return nil, err
 	}
 	srv, err := web.New(web.Deps{DB: db, Config: cfg, Clock: clk, Log: log, Version: buildVersion(),
 		Redactor: r, Outbox: eng, Inbox: rc, Metrics: reg, Pauser: pauser, Scheduler: sched,
-		Reconciler: rec, Tracer: tp.Active()})
+		Reconciler: rec, Tracer: tp.Active(), Sources: srcs})
 	if err != nil {
+		_ = srcs.Close()
 		return nil, err
 	}
-	return &app{engine: eng, inbox: rc, rec: rec, sched: sched, web: srv, log: log, tracer: tp}, nil
+	return &app{engine: eng, inbox: rc, rec: rec, sched: sched, web: srv, log: log, tracer: tp, sources: srcs}, nil
 }
 
 // maxClockStep is how far this machine's clock may move against the

@@ -460,6 +460,8 @@ var actionLabels = map[string]string{
 	action.RecordCheck:         "Checked a record at the providers",
 	action.IncidentAcknowledge: "Acknowledged an incident",
 	action.RecordBulkUpsert:    "Records sent by the API in a batch",
+	action.SourcePause:         "Paused reading a source",
+	action.SourceResume:        "Resumed reading a source",
 }
 
 var _ = templruntime.GeneratedTemplate

@@ -61,6 +61,8 @@ func (s *Server) routes() error {
 	pages.GET("/services", s.listServices)
 	pages.POST("/services/:name/pause", s.pauseService, operator)
 	pages.POST("/services/:name/resume", s.resumeService, operator)
+	pages.POST("/sources/:name/pause", s.pauseSource, operator)
+	pages.POST("/sources/:name/resume", s.resumeSource, operator)
 	pages.GET("/alerts", s.listAlerts)
 	pages.POST("/alerts/:id/acknowledge", s.acknowledgeIncident, operator)
 	pages.GET("/reconcile", s.listRuns)

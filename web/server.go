@@ -25,6 +25,7 @@ import (
 	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/schedule"
 	"github.com/syncdesk/syncdesk/sync/services"
+	"github.com/syncdesk/syncdesk/sync/source"
 )
 
 // Deps is what the web layer is given at start.
@@ -50,6 +51,9 @@ type Deps struct {
 	Reconciler *reconcile.Reconciler
 	// Tracer makes a span of each request (web/tracing.go); nil makes none.
 	Tracer trace.TracerProvider
+	// Sources are the business databases read into records, shown on the
+	// services page; nil when none is configured.
+	Sources *source.Set
 }
 
 // Server is the HTTP face of syncdesk.
@@ -67,6 +71,7 @@ type Server struct {
 	alerts  openAlerts
 	sched   *schedule.Scheduler
 	rec     *reconcile.Reconciler
+	sources *source.Set
 	echo    *echo.Echo
 	handler http.Handler // echo, traced when Deps.Tracer is set
 	// signIns hands out the password checks: a few shared by strangers,
@@ -87,7 +92,7 @@ func New(d Deps) (*Server, error) {
 	if d.Redactor == nil {
 		d.Redactor = redact.New(nil)
 	}
-	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, redact: d.Redactor, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, pauser: d.Pauser, sched: d.Scheduler, rec: d.Reconciler, echo: echo.New(),
+	s := &Server{db: d.DB, cfg: d.Config, clock: d.Clock, log: d.Log, version: d.Version, redact: d.Redactor, outbox: d.Outbox, inbox: d.Inbox, metrics: d.Metrics, pauser: d.Pauser, sched: d.Scheduler, rec: d.Reconciler, sources: d.Sources, echo: echo.New(),
 		signIns: newSignInGate()}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true

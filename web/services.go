@@ -74,6 +74,9 @@ func (s *Server) renderServices(c echo.Context, status int, problem string) erro
 		fillLinks(&card, counts)
 		v.Services = append(v.Services, card)
 	}
+	if v.Sources, err = s.sourceCards(c); err != nil {
+		return err
+	}
 	for _, ps := range p.Paused {
 		if _, orphan := paused[ps.Name]; orphan {
 			v.Orphans = append(v.Orphans, ps)

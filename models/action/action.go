@@ -44,4 +44,8 @@ const (
 	IncidentAcknowledge = "incident.acknowledge"
 	// A batch of records from the API, audited once.
 	RecordBulkUpsert = "record.bulk_upsert"
+
+	// Issue 17: reading a source (a business database) paused and resumed.
+	SourcePause  = "source.pause"
+	SourceResume = "source.resume"
 )

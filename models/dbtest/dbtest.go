@@ -4,6 +4,7 @@
 package dbtest
 
 import (
+	"database/sql"
 	"fmt"
 	"net/url"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/migrations"
@@ -101,4 +103,41 @@ func open(t testing.TB, v string) *gorm.DB {
 		t.Fatalf("migrate: %v", err)
 	}
 	return db
+}
+
+// EnvMySQL names the environment variable holding the test MySQL or
+// MariaDB server's DSN (e.g. root@tcp(127.0.0.1:3306)/test), for tests of
+// sources that read a business database.
+const EnvMySQL = "SYNCDESK_TEST_MYSQL"
+
+// MySQL creates an empty database for the test on the MySQL/MariaDB server
+// SYNCDESK_TEST_MYSQL names, dropped when the test ends, and returns its
+// DSN. Without the variable it skips the test (and fails under CI=true).
+func MySQL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(EnvMySQL)
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set under CI: the MySQL tests must run", EnvMySQL)
+		}
+		t.Skipf("MySQL half skipped: set %s (e.g. root@tcp(127.0.0.1:3306)/test) to run it", EnvMySQL)
+	}
+	cfg, err := mysql.ParseDSN(base)
+	if err != nil {
+		t.Fatalf("parse %s: %v", EnvMySQL, err)
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("connect to test MySQL: %v", err)
+	}
+	name := "t_" + strings.ToLower(strings.NewReplacer("-", "_").Replace(models.NewSecret(9)))
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec("DROP DATABASE " + name)
+		_ = admin.Close()
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN()
 }

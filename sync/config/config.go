@@ -35,6 +35,9 @@ type Config struct {
 	Login          Login    `yaml:"login"`
 	// Services are the external systems records are pushed to, by name.
 	Services map[string]Service `yaml:"services"`
+	// Sources are business databases whose outbox (or change query) is
+	// read into records, by name (README "Sources").
+	Sources map[string]Source `yaml:"sources"`
 	// Redact lists extra JSON fields masked in logs and the attempt log, on
 	// top of the built-in ones (password, token, secret, card_number, …).
 	Redact []string `yaml:"redact"`
@@ -165,6 +168,10 @@ func (c *Config) Complete() error {
 		svc.applyDefaults()
 		c.Services[name] = svc
 	}
+	for name, src := range c.Sources {
+		src.applyDefaults()
+		c.Sources[name] = src
+	}
 	return c.Validate()
 }
 
@@ -250,6 +257,9 @@ func (c Config) Validate() error {
 	}
 	for _, name := range c.ServiceNames() {
 		errs = append(errs, c.Services[name].validate(name)...)
+	}
+	for _, name := range c.SourceNames() {
+		errs = append(errs, c.Sources[name].validate(name, c.Services)...)
 	}
 	errs = append(errs, c.Alerts.validate()...)
 	errs = append(errs, c.Tracing.validate()...)

@@ -33,7 +33,8 @@ func TestREADMEShowsTheDefaults(t *testing.T) {
 	readme := readmeConfig(t)
 	crm := readme.Services["crm"]
 	require.NotEmpty(t, crm.Objects, "README's example service")
-	readme.Services, readme.Redact = nil, nil // examples
+	shop := readme.Sources["shop"]
+	readme.Services, readme.Redact, readme.Sources = nil, nil, nil // examples
 	if len(readme.TrustedProxies) == 0 {
 		readme.TrustedProxies = nil // README writes []
 	}
@@ -69,6 +70,19 @@ func TestREADMEShowsTheDefaults(t *testing.T) {
 		require.Equal(t, o.IDField, got.Objects[name].IDField, "%s.id_field", name)
 	}
 	require.Equal(t, 300*time.Second, crm.Webhook.Tolerance, "verify.DefaultTolerance, which a zero tolerance means")
+
+	// A source that says only what README calls examples gets the rest by
+	// default, the same values README shows.
+	cfg = Default()
+	cfg.Services = map[string]Service{"crm": minimal}
+	cfg.Sources = map[string]Source{"shop": {Driver: shop.Driver, DSN: shop.DSN, Table: shop.Table}}
+	t.Setenv("SHOP_DB_DSN", "postgres://shop@127.0.0.1/shop")
+	require.NoError(t, cfg.Complete())
+	shop.Types = nil // README writes {}
+	require.Equal(t, shop, cfg.Sources["shop"])
+	cfg.Sources = map[string]Source{"shop": {Driver: shop.Driver, DSN: shop.DSN, Query: "SELECT id, updated_at, doc AS payload FROM orders", Type: "order"}}
+	require.NoError(t, cfg.Complete())
+	require.Equal(t, time.Minute, cfg.Sources["shop"].RereadWindow, "README's reread_window")
 
 	// The object defaults README states in words.
 	bare := Default()

@@ -16,7 +16,8 @@ import (
 // Secrets returns the secret values the configuration holds, expanded from
 // the environment, for the redactor to mask verbatim (redact.AddSecrets):
 // those of every service (see Service.Secrets), the metrics token, the
-// alert channels' and the trace exporter's headers.
+// alert channels' and the trace exporter's headers, and the sources' DSNs
+// and their passwords.
 func (c Config) Secrets() []string {
 	var out []string
 	for _, name := range c.ServiceNames() {
@@ -24,6 +25,9 @@ func (c Config) Secrets() []string {
 	}
 	if c.Metrics.Access == "token" {
 		out = append(out, secretPieces(c.Metrics.Token)...)
+	}
+	for _, name := range c.SourceNames() {
+		out = append(out, c.Sources[name].Secrets()...)
 	}
 	out = append(out, c.Alerts.secrets()...)
 	out = append(out, c.Tracing.secrets()...)

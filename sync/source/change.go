@@ -1,0 +1,110 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/syncdesk/syncdesk/models"
+)
+
+// changeReader reads a change query in (updated_at, id) order. A
+// transaction that commits late can hold a row whose updated_at is older
+// than rows already read, so the committed cursor stays reread_window
+// behind the newest updated_at seen: every drain starts again from it and
+// reads that window again (harmless: the engine stores a payload it has
+// already as no change). Within a drain, reading goes on from the last row
+// read, so that a drain always ends.
+type changeReader struct {
+	s      *Source
+	cur    models.SourceCursor
+	scan   position  // where the next read starts
+	last   *position // the last row this drain read
+	newest time.Time
+}
+
+// position is a change query's key.
+type position struct {
+	at time.Time
+	id int64
+}
+
+func (p position) after(q position) bool {
+	return p.at.After(q.at) || (p.at.Equal(q.at) && p.id > q.id)
+}
+
+// origin is where a change query starts: before any updated_at a database holds.
+var origin = time.Date(1970, 1, 1, 0, 0, 1, 0, time.UTC)
+
+func newChangeReader(s *Source, cur models.SourceCursor) *changeReader {
+	r := &changeReader{s: s}
+	r.moved(cur)
+	r.scan = r.committed()
+	return r
+}
+
+func (r *changeReader) moved(cur models.SourceCursor) { r.cur = cur }
+
+func (r *changeReader) committed() position {
+	if r.cur.LastAt == nil {
+		return position{at: origin}
+	}
+	return position{at: *r.cur.LastAt, id: r.cur.LastID}
+}
+
+func (r *changeReader) next(ctx context.Context) (batch, error) {
+	rows, keys, err := r.s.readChanges(ctx, r.scan)
+	if err != nil {
+		return batch{}, err
+	}
+	b := batch{lastID: r.cur.LastID, lastAt: r.cur.LastAt, rows: rows}
+	if n := len(keys); n > 0 {
+		r.newest = keys[n-1].at
+	}
+	// The cursor moves to the last row read that is reread_window older
+	// than the newest: the previous batch's last row, or one of this one's.
+	safe := r.newest.Add(-r.s.cfg.RereadWindow)
+	cand := r.last
+	for i := range keys {
+		if !keys[i].at.After(safe) {
+			cand = &keys[i]
+		}
+	}
+	if cand != nil && cand.after(r.committed()) {
+		at := cand.at
+		b.lastID, b.lastAt = cand.id, &at
+	}
+	if n := len(keys); n > 0 {
+		r.scan, r.last = keys[n-1], &keys[n-1]
+	}
+	b.caughtUp = len(rows) < r.s.cfg.BatchSize
+	b.stop = b.caughtUp
+	return b, nil
+}
+
+// readChanges reads up to a batch of the change query's rows after p.
+func (s *Source) readChanges(ctx context.Context, p position) ([]row, []position, error) {
+	// The query is the configured SELECT (checked at start to be one).
+	q := fmt.Sprintf("SELECT id, updated_at, payload FROM (%s) AS syncdesk_changes "+
+		"WHERE updated_at > %s OR (updated_at = %s AND id > %s) ORDER BY updated_at, id LIMIT %s",
+		s.cfg.Query, s.ph(1), s.ph(2), s.ph(3), s.ph(4))
+	rs, err := s.biz.QueryContext(ctx, q, p.at, p.at, p.id, s.cfg.BatchSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rs.Close()
+	var rows []row
+	var keys []position
+	for rs.Next() {
+		var k position
+		var payload []byte
+		if err := rs.Scan(&k.id, &k.at, &payload); err != nil {
+			return nil, nil, err
+		}
+		k.at = k.at.UTC()
+		rows = append(rows, row{pos: k.id, typ: s.cfg.Type, id: strconv.FormatInt(k.id, 10), payload: payload})
+		keys = append(keys, k)
+	}
+	return rows, keys, rs.Err()
+}
