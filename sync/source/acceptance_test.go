@@ -25,7 +25,9 @@ import (
 // alternately a child process killed with SIGKILL and an instance in this
 // process whose context is cancelled mid-batch, a new one started in its
 // place each time → every record is stored once with its last row's
-// payload, no row skipped and none counted twice.
+// payload, no row skipped and none counted twice. One row in eight deletes
+// its record: a record whose last row is a delete is not alive (deleted,
+// or never stored when its rows were read together).
 func TestSourceOutboxSurvivesStops(t *testing.T) {
 	t.Parallel()
 	for _, driver := range []string{"mysql", "postgres"} {
@@ -78,6 +80,15 @@ func survivesStops(t *testing.T, v string, db *gorm.DB, b biz) {
 	for id, n := range last.payloads {
 		require.EqualValues(t, n, got[id]["n"], "record %s holds its last row's payload", id)
 	}
+	require.NotEmpty(t, last.deleted)
+	gone := tombstones(t, db)
+	for id := range last.deleted {
+		require.NotContains(t, got, id, "record %s's last row deletes it", id)
+	}
+	for id := range gone {
+		require.Contains(t, last.deleted, id, "record %s is deleted though its last row is not a delete", id)
+	}
+	t.Logf("%d records alive, %d whose last row is a delete (%d of them stored and deleted)", len(got), len(last.deleted), len(gone))
 }
 
 // envChild holds, in a child reader, syncdesk's --db value, the business
@@ -125,7 +136,8 @@ func TestSourceChildReader(t *testing.T) {
 }
 
 // writeConcurrently starts writers inserting rows in transactions of 1 to
-// 4 rows, each a random one of ids records, payload n its rank in writing.
+// 4 rows, each a random one of ids records, payload n its rank in writing;
+// one row in eight is a delete of its record.
 func writeConcurrently(t *testing.T, b biz, rows, writers, ids int, written *atomic.Int64) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for wr := range writers {
@@ -145,7 +157,11 @@ func writeConcurrently(t *testing.T, b biz, rows, writers, ids int, written *ato
 					if n > int64(rows) {
 						break
 					}
-					if err := b.insert(context.Background(), tx, "item", fmt.Sprint(rnd.IntN(ids)), payload(int(n)), "upsert"); err != nil {
+					p, op := payload(int(n)), "upsert"
+					if rnd.IntN(8) == 0 {
+						p, op = "", "delete"
+					}
+					if err := b.insert(context.Background(), tx, "item", fmt.Sprint(rnd.IntN(ids)), p, op); err != nil {
 						t.Errorf("insert: %v", err)
 					}
 				}
@@ -186,25 +202,33 @@ func runUntil(t *testing.T, s *Source, done func() bool, rnd *rand.Rand) {
 // latest is the business database's truth: each record's last row.
 type latest struct {
 	maxID    int64
-	payloads map[string]int64 // local id → the n of its last row by outbox id
+	payloads map[string]int64    // local id → the n of its last row by outbox id, an upsert
+	deleted  map[string]struct{} // the local ids whose last row is a delete
 }
 
 func lastRows(t *testing.T, b biz) latest {
 	t.Helper()
-	q := "SELECT id, local_id, payload FROM syncdesk_outbox ORDER BY id"
+	q := "SELECT id, local_id, payload, op FROM syncdesk_outbox ORDER BY id"
 	rs, err := b.db.Query(q)
 	require.NoError(t, err)
 	defer rs.Close()
-	out := latest{payloads: map[string]int64{}}
+	out := latest{payloads: map[string]int64{}, deleted: map[string]struct{}{}}
 	for rs.Next() {
 		var id int64
-		var local string
+		var local, op string
 		var p []byte
-		require.NoError(t, rs.Scan(&id, &local, &p))
+		require.NoError(t, rs.Scan(&id, &local, &p, &op))
+		out.maxID = id
+		if op == "delete" {
+			delete(out.payloads, local)
+			out.deleted[local] = struct{}{}
+			continue
+		}
+		delete(out.deleted, local)
 		var n int64
 		_, err := fmt.Sscanf(string(p), `{"n": %d}`, &n)
 		require.NoError(t, err, "payload %s", p)
-		out.payloads[local], out.maxID = n, id
+		out.payloads[local] = n
 	}
 	require.NoError(t, rs.Err())
 	return out

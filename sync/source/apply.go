@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -55,8 +56,10 @@ func (s *Source) apply(ctx context.Context, cur models.SourceCursor, b batch) er
 		s.opts.Log.Warn("source: outbox ids never appeared; skipped", "source", s.name, "detail", b.skipNote)
 	}
 	for i, a := range res {
-		if a.Refused != nil {
-			r := from[i]
+		r := from[i]
+		// A delete of a record syncdesk never stored (the application
+		// created and deleted it before a read saw it) has nothing to do.
+		if a.Refused != nil && !(r.del && errors.Is(a.Refused, models.ErrNotFound)) {
 			refusals = append(refusals, fmt.Sprintf("row %d (%s %s): %v", r.pos, r.typ, r.id, a.Refused))
 		}
 	}

@@ -158,14 +158,14 @@ func cursor(t testing.TB, db *gorm.DB) models.SourceCursor {
 	return c
 }
 
-// records reads every stored item's payload by local id.
+// records reads every live (not deleted) item's payload by local id.
 func records(t testing.TB, db *gorm.DB) map[string]map[string]any {
 	t.Helper()
 	var rows []struct {
 		LocalID string
 		Payload string
 	}
-	require.NoError(t, db.Raw("SELECT local_id, payload FROM records WHERE local_type = 'item'").Scan(&rows).Error)
+	require.NoError(t, db.Raw("SELECT local_id, payload FROM records WHERE local_type = 'item' AND deleted_at IS NULL").Scan(&rows).Error)
 	out := map[string]map[string]any{}
 	for _, r := range rows {
 		var m map[string]any
@@ -178,6 +178,18 @@ func records(t testing.TB, db *gorm.DB) map[string]map[string]any {
 }
 
 // drainUntil drains until the cursor reaches id or the time is up.
+// tombstones is the local ids of the items deleted.
+func tombstones(t testing.TB, db *gorm.DB) map[string]bool {
+	t.Helper()
+	var ids []string
+	require.NoError(t, db.Raw("SELECT local_id FROM records WHERE local_type = 'item' AND deleted_at IS NOT NULL").Scan(&ids).Error)
+	out := map[string]bool{}
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
+}
+
 func drainUntil(t testing.TB, s *Source, db *gorm.DB, id int64) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
