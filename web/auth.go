@@ -133,10 +133,15 @@ func loginTarget(email string) string {
 	return email
 }
 
+// setSessionCookie gives the browser the session for as long as its
+// absolute timeout, as a Max-Age: a lifetime the browser counts on its own
+// clock. An Expires date would be read from syncdesk's clock (the
+// database's), and a browser whose clock is ahead would drop the cookie
+// early, or at once.
 func (s *Server) setSessionCookie(c echo.Context, token string) {
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: s.overTLS(c),
-		Expires: s.clock.Now().Add(s.cfg.Session.AbsoluteTimeout)})
+		MaxAge: int(s.cfg.Session.AbsoluteTimeout.Seconds())})
 }
 
 func (s *Server) clearSessionCookie(c echo.Context) {

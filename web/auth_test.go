@@ -93,6 +93,19 @@ func TestIdleAndAbsoluteTimeouts(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, c.get("/").status, "a session must end at its absolute timeout, however active")
 }
 
+// The session cookie's lifetime is counted on the browser's clock, not
+// read from syncdesk's (the database's): a browser whose clock is a year
+// ahead stays signed in, where an Expires date from syncdesk's clock would
+// have been in the browser's past and the cookie dropped at once.
+func TestASessionLastsWhenTheBrowsersClockIsAhead(t *testing.T) {
+	t.Parallel()
+	b := setupSQLite(t)
+	b.clock.Advance(-365 * 24 * time.Hour)
+	c := b.signedIn("ana@example.com", models.RoleViewer)
+	require.NotNil(t, c.cookie(sessionCookie), "the browser kept the session cookie")
+	require.Equal(t, http.StatusOK, c.get("/").status)
+}
+
 func TestDisablingAUserEndsTheirSessions(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {

@@ -115,8 +115,9 @@ func (s *Server) rememberDevice(c echo.Context, userID int64) {
 	if token == "" {
 		token = old
 	}
+	// A lifetime counted on the browser's clock, as the session's.
 	c.SetCookie(&http.Cookie{Name: deviceCookie, Value: token, Path: "/login", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: s.overTLS(c), Expires: now.Add(deviceLifetime)})
+		SameSite: http.SameSiteStrictMode, Secure: s.overTLS(c), MaxAge: int(deviceLifetime.Seconds())})
 }
 
 // signInGate hands out turns to check a password.
