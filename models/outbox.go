@@ -116,25 +116,13 @@ func ClaimDueOf(db *gorm.DB, owner string, now time.Time, lease time.Duration, s
 func claimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, limit int, filter string, filterArgs ...any) ([]ClaimedLink, error) {
 	var claimed []ClaimedLink
 	err := db.Transaction(func(tx *gorm.DB) error {
-		skipSQL, args := filter, []any{StatusProcessing, owner, now.Add(lease), now, now}
+		args := []any{StatusProcessing, owner, now.Add(lease), now, now}
 		args = append(args, filterArgs...)
 		args = append(args, limit)
-		freeze := `create_payload = CASE WHEN external_map.external_id = '' AND external_map.create_payload = ''
-			THEN COALESCE((SELECT payload FROM records r WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id), '')
-			ELSE external_map.create_payload END`
-		lock := ""
+		q := claimSQLite(filter)
 		if Dialect(tx) == Postgres {
-			lock = " FOR UPDATE SKIP LOCKED"
+			q = claimPostgres(filter)
 		}
-		record := func(col string) string {
-			return `COALESCE((SELECT r.` + col + ` FROM records r WHERE r.local_type = external_map.local_type
-				AND r.local_id = external_map.local_id), '') AS ` + col
-		}
-		q := `UPDATE external_map SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?, ` + freeze +
-			` WHERE id IN (` + dueSQL(Dialect(tx)) + skipSQL + ` ORDER BY next_attempt_at LIMIT ?` + lock + `)
-			RETURNING *, ` + record("payload") + `, ` + record("content_hash") + `,
-			COALESCE((SELECT r.deleted_at IS NOT NULL FROM records r WHERE r.local_type = external_map.local_type
-				AND r.local_id = external_map.local_id), false) AS record_deleted`
 		if err := tx.Raw(q, args...).Scan(&claimed).Error; err != nil {
 			return fmt.Errorf("claim due links: %w", err)
 		}
@@ -146,14 +134,46 @@ func claimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, lim
 	return claimed, err
 }
 
-// dueSQL selects due links; the caller adds the order and limit. The statuses
+// claimPostgres is the claim on Postgres: the due links are locked (FOR
+// UPDATE SKIP LOCKED, so that instances claiming at once never share one)
+// and joined to their records once, and the update freezes the create body
+// and returns each link with what the send needs of its record.
+func claimPostgres(filter string) string {
+	return `UPDATE external_map m SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?,
+		create_payload = CASE WHEN m.external_id = '' AND m.create_payload = '' THEN c.payload ELSE m.create_payload END
+	FROM (SELECT d.id, COALESCE(r.payload, '') AS payload, COALESCE(r.content_hash, '') AS content_hash,
+			r.deleted_at IS NOT NULL AS record_deleted
+		FROM (` + dueSQL(Postgres, "id, local_type, local_id") + filter + `
+			ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) d
+		LEFT JOIN records r ON r.local_type = d.local_type AND r.local_id = d.local_id) c
+	WHERE m.id = c.id
+	RETURNING m.*, c.payload, c.content_hash, c.record_deleted`
+}
+
+// claimSQLite is the claim on SQLite, whose one write lock keeps claimers
+// apart. Its RETURNING may name only the updated table, so each record
+// column is a subquery of its own.
+func claimSQLite(filter string) string {
+	record := func(value, none string) string {
+		return `COALESCE((SELECT ` + value + ` FROM records r WHERE r.local_type = external_map.local_type
+			AND r.local_id = external_map.local_id), ` + none + `)`
+	}
+	return `UPDATE external_map SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?,
+		create_payload = CASE WHEN external_map.external_id = '' AND external_map.create_payload = ''
+			THEN ` + record("r.payload", "''") + ` ELSE external_map.create_payload END
+		WHERE id IN (` + dueSQL(SQLite, "id") + filter + ` ORDER BY next_attempt_at LIMIT ?)
+		RETURNING *, ` + record("r.payload", "''") + ` AS payload, ` + record("r.content_hash", "''") + ` AS content_hash, ` +
+		record("r.deleted_at IS NOT NULL", "false") + ` AS record_deleted`
+}
+
+// dueSQL selects cols of the due links; the caller adds the order and limit. The statuses
 // are literals, not parameters, so that the planner can prove the partial
 // index external_map_due_idx applies (a Postgres generic plan over
 // parameters cannot, and falls back to sorting every waiting link at each
 // claim). SQLite, without statistics, still prefers the status index and a
 // sort, hence INDEXED BY.
-func dueSQL(dialect string) string {
-	return `SELECT id FROM ` + indexedBy(dialect, "external_map", "external_map_due_idx") + ` WHERE status IN ('new', 'retry') AND next_attempt_at <= ?`
+func dueSQL(dialect, cols string) string {
+	return `SELECT ` + cols + ` FROM ` + indexedBy(dialect, "external_map", "external_map_due_idx") + ` WHERE status IN ('new', 'retry') AND next_attempt_at <= ?`
 }
 
 // holdInProgress marks claimed links as in progress. A row left by "Sync now"
