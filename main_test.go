@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
@@ -333,9 +334,10 @@ func TestTheInstanceKeepsToTheDatabasesClock(t *testing.T) {
 	require.Equal(t, ref.Now(), clk.Now())
 }
 
-// Refused webhooks counted but not yet written when the process stops are
-// written by its stop, before the database closes.
-func TestStopWritesTheRefusedWebhooksStillCounted(t *testing.T) {
+// assembledWithStripeHooks wires the product on a SQLite database with a
+// Stripe service taking webhooks, and serves it.
+func assembledWithStripeHooks(t *testing.T) (*gorm.DB, *clock.Anchored, *app, *httptest.Server) {
+	t.Helper()
 	db := dbtest.SQLite(t)
 	cfg := config.Default()
 	cfg.Services = map[string]config.Service{"stripe": {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{"whsec_main_test"}}}}
@@ -343,7 +345,13 @@ func TestStopWritesTheRefusedWebhooksStillCounted(t *testing.T) {
 	require.NoError(t, err)
 	a, err := assemble(cfg, db, clk, slog.New(slog.DiscardHandler), redact.New(nil))
 	require.NoError(t, err)
-	srv := httptest.NewServer(a.web.Handler())
+	return db, clk, a, httptest.NewServer(a.web.Handler())
+}
+
+// Refused webhooks counted but not yet written when the process stops are
+// written by its stop, before the database closes.
+func TestStopWritesTheRefusedWebhooksStillCounted(t *testing.T) {
+	db, clk, a, srv := assembledWithStripeHooks(t)
 	defer srv.Close()
 	for range 3 { // the first is written at once, the others wait for the next second
 		res, err := http.Post(srv.URL+"/hooks/stripe", "application/json", strings.NewReader(`{"id":"evt_1"}`))
@@ -361,14 +369,7 @@ func TestStopWritesTheRefusedWebhooksStillCounted(t *testing.T) {
 // Re-sent webhooks answered from a read are counted in memory; those not yet
 // written when the process stops are written by its stop.
 func TestStopWritesTheWebhookDuplicatesStillCounted(t *testing.T) {
-	db := dbtest.SQLite(t)
-	cfg := config.Default()
-	cfg.Services = map[string]config.Service{"stripe": {Webhook: &config.Webhook{Scheme: "stripe", Secrets: []string{"whsec_main_test"}}}}
-	clk, err := outbox.DatabaseClock(context.Background(), db, clock.Real{})
-	require.NoError(t, err)
-	a, err := assemble(cfg, db, clk, slog.New(slog.DiscardHandler), redact.New(nil))
-	require.NoError(t, err)
-	srv := httptest.NewServer(a.web.Handler())
+	db, _, a, srv := assembledWithStripeHooks(t)
 	defer srv.Close()
 	body := `{"id":"evt_1","type":"customer.updated"}`
 	for range 4 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/action"
+	"github.com/syncdesk/syncdesk/sync/outbox"
 )
 
 // recordJSON is a record with its links, as the API shows it.
@@ -42,6 +43,12 @@ func (s *Server) apiPutRecord(c echo.Context) error {
 		return &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the payload is larger than %d bytes", models.MaxPayload)}
 	}
 	res, err := s.outbox.Upsert(c.Request().Context(), typ, id, body)
+	return s.answerRecordWrite(c, action.RecordUpsert, typ, id, res, err)
+}
+
+// answerRecordWrite answers a write of one record with the record as it
+// now is and whether the write changed it, and audits a change as act.
+func (s *Server) answerRecordWrite(c echo.Context, act, typ, id string, res outbox.Enqueued, err error) error {
 	if err != nil {
 		return err
 	}
@@ -52,7 +59,7 @@ func (s *Server) apiPutRecord(c echo.Context) error {
 	out := toRecordJSON(rec, res.Links)
 	out.Changed = &res.Changed
 	if res.Changed {
-		s.audit(c, action.RecordUpsert, typ+"/"+id, models.OutcomeSuccess, "")
+		s.audit(c, act, typ+"/"+id, models.OutcomeSuccess, "")
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -64,19 +71,7 @@ func (s *Server) apiPutRecord(c echo.Context) error {
 func (s *Server) apiDeleteRecord(c echo.Context) error {
 	typ, id := c.Param("type"), c.Param("id")
 	res, err := s.outbox.Delete(c.Request().Context(), typ, id)
-	if err != nil {
-		return err
-	}
-	rec, err := models.RecordByKey(s.requestDB(c), typ, id)
-	if err != nil {
-		return err
-	}
-	out := toRecordJSON(rec, res.Links)
-	out.Changed = &res.Changed
-	if res.Changed {
-		s.audit(c, action.RecordDelete, typ+"/"+id, models.OutcomeSuccess, "")
-	}
-	return c.JSON(http.StatusOK, out)
+	return s.answerRecordWrite(c, action.RecordDelete, typ, id, res, err)
 }
 
 // apiGetRecord answers GET /api/v1/records/{type}/{id}: the record and its links.

@@ -165,10 +165,16 @@ func (s *Server) resumeService(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.resumed(c, action.ServiceResume, "service", name, was)
+}
+
+// resumed audits the resume of a service or a source (what) and says on
+// the Services page whether it had been paused.
+func (s *Server) resumed(c echo.Context, act, what, name string, was bool) error {
 	if !was {
-		s.audit(c, action.ServiceResume, name, models.OutcomeSuccess, "was not paused")
-		return c.Redirect(http.StatusSeeOther, "/services?done=service-not-paused")
+		s.audit(c, act, name, models.OutcomeSuccess, "was not paused")
+		return c.Redirect(http.StatusSeeOther, "/services?done="+what+"-not-paused")
 	}
-	s.audit(c, action.ServiceResume, name, models.OutcomeSuccess, "")
-	return c.Redirect(http.StatusSeeOther, "/services?done=service-resumed")
+	s.audit(c, act, name, models.OutcomeSuccess, "")
+	return c.Redirect(http.StatusSeeOther, "/services?done="+what+"-resumed")
 }

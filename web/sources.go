@@ -56,10 +56,5 @@ func (s *Server) resumeSource(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !was {
-		s.audit(c, action.SourceResume, name, models.OutcomeSuccess, "was not paused")
-		return c.Redirect(http.StatusSeeOther, "/services?done=source-not-paused")
-	}
-	s.audit(c, action.SourceResume, name, models.OutcomeSuccess, "")
-	return c.Redirect(http.StatusSeeOther, "/services?done=source-resumed")
+	return s.resumed(c, action.SourceResume, "source", name, was)
 }

@@ -58,13 +58,7 @@ func Postgres(t testing.TB) *gorm.DB {
 // connections use it. It skips the test when no server is configured.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(EnvPostgres)
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set under CI: the Postgres tests must run", EnvPostgres)
-		}
-		t.Skipf("Postgres half skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run it", EnvPostgres)
-	}
+	base := server(t, EnvPostgres, "Postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 	admin, err := models.Open(base)
 	if err != nil {
 		t.Fatalf("connect to test Postgres: %v", err)
@@ -86,6 +80,21 @@ func PostgresURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// server reads the address of a test server from the environment variable
+// env, and skips the test without it — or fails it under CI=true, where
+// every test must run.
+func server(t testing.TB, env, name, example string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set under CI: the %s tests must run", env, name)
+		}
+		t.Skipf("%s half skipped: set %s (e.g. %s) to run it", name, env, example)
+	}
+	return v
 }
 
 // Open opens (and migrates) the database at a --db value, closed when the
@@ -115,13 +124,7 @@ const EnvMySQL = "SYNCDESK_TEST_MYSQL"
 // DSN. Without the variable it skips the test (and fails under CI=true).
 func MySQL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(EnvMySQL)
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set under CI: the MySQL tests must run", EnvMySQL)
-		}
-		t.Skipf("MySQL half skipped: set %s (e.g. root@tcp(127.0.0.1:3306)/test) to run it", EnvMySQL)
-	}
+	base := server(t, EnvMySQL, "MySQL", "root@tcp(127.0.0.1:3306)/test")
 	cfg, err := mysql.ParseDSN(base)
 	if err != nil {
 		t.Fatalf("parse %s: %v", EnvMySQL, err)

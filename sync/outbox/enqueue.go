@@ -24,7 +24,13 @@ type Enqueued struct {
 // never stored without its links. The same payload again changes nothing.
 // It is a batch of one: a refusal comes back as the error.
 func (e *Engine) Upsert(ctx context.Context, localType, localID string, payload []byte) (Enqueued, error) {
-	res, err := e.UpsertBatch(ctx, []Incoming{{Type: localType, ID: localID, Payload: payload}})
+	return e.one(ctx, Incoming{Type: localType, ID: localID, Payload: payload})
+}
+
+// one applies a batch of one record, its refusal returned as the error,
+// and reads the record's links.
+func (e *Engine) one(ctx context.Context, in Incoming) (Enqueued, error) {
+	res, err := e.UpsertBatch(ctx, []Incoming{in})
 	if err != nil {
 		return Enqueued{}, err
 	}
@@ -32,7 +38,7 @@ func (e *Engine) Upsert(ctx context.Context, localType, localID string, payload 
 		return Enqueued{}, res[0].Refused
 	}
 	out := Enqueued{Changed: res[0].Changed}
-	out.Links, err = models.RecordLinks(e.db.WithContext(ctx), localType, localID)
+	out.Links, err = models.RecordLinks(e.db.WithContext(ctx), in.Type, in.ID)
 	return out, err
 }
 
@@ -42,16 +48,7 @@ func (e *Engine) Upsert(ctx context.Context, localType, localID string, payload 
 // error that wraps models.ErrNotFound. A write of the record afterwards
 // brings it back, and its objects are created anew.
 func (e *Engine) Delete(ctx context.Context, localType, localID string) (Enqueued, error) {
-	res, err := e.UpsertBatch(ctx, []Incoming{{Type: localType, ID: localID, Delete: true}})
-	if err != nil {
-		return Enqueued{}, err
-	}
-	if res[0].Refused != nil {
-		return Enqueued{}, res[0].Refused
-	}
-	out := Enqueued{Changed: res[0].Changed}
-	out.Links, err = models.RecordLinks(e.db.WithContext(ctx), localType, localID)
-	return out, err
+	return e.one(ctx, Incoming{Type: localType, ID: localID, Delete: true})
 }
 
 // MaxBatch is the most records one UpsertBatch takes.

@@ -18,16 +18,9 @@ func (s *sender) remove(ctx context.Context) {
 	l, conn := s.j.link, s.svc.Conn
 	id := l.ExternalID
 	if id == "" && l.NeedsLookup && conn.CanLookup(l.LocalType) {
-		call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
-		switch {
-		case call.Class != connector.OK:
-			s.settle(call, "")
+		var ok bool
+		if _, id, ok = s.lookUp(ctx); !ok {
 			return
-		case len(call.Found) > 1:
-			s.needsPerson(call.Found)
-			return
-		case len(call.Found) == 1:
-			id = call.Found[0]
 		}
 	}
 	switch {
@@ -62,17 +55,13 @@ func (s *sender) remove(ctx context.Context) {
 // replay the create of the object that is gone.
 func (s *sender) recreate(ctx context.Context) {
 	l, conn := s.j.link, s.svc.Conn
-	call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
+	_, id, ok := s.lookUp(ctx)
+	if !ok {
+		return
+	}
 	rec := s.record(s.j.payload)
-	switch {
-	case call.Class != connector.OK:
-		s.settle(call, "")
-		return
-	case len(call.Found) > 1:
-		s.needsPerson(call.Found)
-		return
-	case len(call.Found) == 1:
-		rec.ExternalID = call.Found[0]
+	if id != "" {
+		rec.ExternalID = id
 		s.settle(s.call(ctx, func(ctx context.Context) connector.Call { return conn.Update(ctx, rec) }), s.j.hash)
 		return
 	}

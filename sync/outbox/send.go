@@ -80,15 +80,11 @@ func (s *sender) run(ctx context.Context) {
 		return
 	}
 	if s.mustLookUp() {
-		call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
-		switch {
-		case call.Class != connector.OK:
-			s.settle(call, "")
+		call, id, ok := s.lookUp(ctx)
+		if !ok {
 			return
-		case len(call.Found) > 1:
-			s.needsPerson(call.Found)
-			return
-		case len(call.Found) == 1:
+		}
+		if id != "" {
 			// The lost create did reach the provider: adopt its object, as if
 			// the create had answered. It holds the frozen create body.
 			s.settle(call, models.HashPayload(s.createBody()))
@@ -102,6 +98,26 @@ func (s *sender) run(ctx context.Context) {
 		return conn.Create(ctx, s.record(s.createBody()), l.IdempotencyKey)
 	})
 	s.settle(call, models.HashPayload(s.createBody()))
+}
+
+// lookUp asks the provider for the object of the link's key, and returns
+// the call, the object's id ("" when there is none) and whether to go on:
+// a failed call is settled, and more than one object handed to a person,
+// here.
+func (s *sender) lookUp(ctx context.Context) (call connector.Call, id string, ok bool) {
+	l, conn := s.j.link, s.svc.Conn
+	call = s.call(ctx, func(ctx context.Context) connector.Call { return conn.Lookup(ctx, l.LocalType, l.ExternalKey) })
+	switch {
+	case call.Class != connector.OK:
+		s.settle(call, "")
+		return call, "", false
+	case len(call.Found) > 1:
+		s.needsPerson(call.Found)
+		return call, "", false
+	case len(call.Found) == 1:
+		return call, call.Found[0], true
+	}
+	return call, "", true
 }
 
 // record is what the connector needs of the link to send payload.
