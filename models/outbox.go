@@ -424,12 +424,15 @@ type ExpiredLease struct {
 	LocalType       string
 	LocalID         string
 	IdempotencyKey  string
+	RecordDeleted   bool // the send under way was a delete
 }
 
 // ExpiredLeases lists up to limit links whose lease ran out before now.
 func ExpiredLeases(db *gorm.DB, now time.Time, limit int) ([]ExpiredLease, error) {
 	var out []ExpiredLease
-	err := db.Model(&Link{}).Select("id, lease_owner, attempts, external_id, external_service, local_type, local_id, idempotency_key").
+	err := db.Model(&Link{}).Select(`id, lease_owner, attempts, external_id, external_service, local_type, local_id, idempotency_key,
+		EXISTS (SELECT 1 FROM records r WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id
+			AND r.deleted_at IS NOT NULL) AS record_deleted`).
 		Where("status = ? AND locked_until < ?", StatusProcessing, now).Order("locked_until").Limit(limit).Scan(&out).Error
 	return out, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -34,6 +35,33 @@ func (e *env) remove(typ, id string) Enqueued {
 	res, err := e.eng.Delete(context.Background(), typ, id)
 	require.NoError(e.t, err)
 	return res
+}
+
+// A delete whose worker stopped answering mid-send is rescued in words
+// that say a delete, not an update, will be sent again; it then is.
+func TestARescuedDeleteSaysTheDeleteIsSentAgain(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.withDeletes()
+		e.upsert(order(1))
+		e.settle(e.eng)
+		e.remove("order", "1")
+		claimed, err := models.ClaimDue(db, "stopped-worker/1", e.clock.Now(), time.Minute, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.True(t, claimed[0].RecordDeleted)
+
+		e.clock.Advance(2 * time.Minute)
+		n, err := e.eng.Rescue(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		l := e.link("order", "1", "crm")
+		require.Equal(t, "worker stopped-worker/1 stopped answering mid-send; the delete will be sent again", l.LastError)
+
+		e.settle(e.eng)
+		require.Zero(t, e.crm.CountByKey("site_order_1"))
+		require.Equal(t, models.StatusDeleted, e.link("order", "1", "crm").Status)
+	})
 }
 
 func TestDeleteRemovesTheObjectAndTheLinkSaysDeleted(t *testing.T) {

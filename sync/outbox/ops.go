@@ -42,7 +42,11 @@ func (e *Engine) release(ctx context.Context, expired []models.ExpiredLease) (in
 			Outcome: models.OutcomeAmbiguous, Worker: e.opts.WorkerID, CreatedAt: now,
 			Error: fmt.Sprintf("worker %s stopped answering mid-send; whether its call took effect is unknown, so the next attempt looks the object up first", x.LeaseOwner)}
 		if x.ExternalID != "" {
-			a.Error = fmt.Sprintf("worker %s stopped answering mid-send; the update will be sent again", x.LeaseOwner)
+			what := "update"
+			if x.RecordDeleted {
+				what = "delete"
+			}
+			a.Error = fmt.Sprintf("worker %s stopped answering mid-send; the %s will be sent again", x.LeaseOwner, what)
 		}
 		ok, err := models.ReleaseExpired(e.db.WithContext(ctx), x, a, now)
 		if err != nil {
