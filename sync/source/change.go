@@ -19,9 +19,12 @@ import (
 type changeReader struct {
 	s      *Source
 	cur    models.SourceCursor
-	scan   position  // where the next read starts
-	last   *position // the last row this drain read
+	scan   position // where the next read starts
 	newest time.Time
+	// pending is the keys this drain read that are not yet reread_window
+	// older than the newest, in order: the cursor may move to one only
+	// once it is, however many batches later.
+	pending []position
 }
 
 // position is a change query's key.
@@ -50,7 +53,10 @@ func (r *changeReader) committed() position {
 	if r.cur.LastAt == nil {
 		return position{at: origin}
 	}
-	return position{at: *r.cur.LastAt, id: r.cur.LastID}
+	// In UTC, as the rows' keys are read: a Postgres syncdesk database
+	// gives the time back in the process's zone, and a business column
+	// without a time zone would take that zone's wall clock as UTC's.
+	return position{at: r.cur.LastAt.UTC(), id: r.cur.LastID}
 }
 
 func (r *changeReader) next(ctx context.Context) (batch, error) {
@@ -63,20 +69,22 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 		r.newest = keys[n-1].at
 	}
 	// The cursor moves to the last row read that is reread_window older
-	// than the newest: the previous batch's last row, or one of this one's.
+	// than the newest: of this batch, or of an earlier one of this drain.
+	r.pending = append(r.pending, keys...)
 	safe := r.newest.Add(-r.s.cfg.RereadWindow)
-	cand := r.last
-	for i := range keys {
-		if !keys[i].at.After(safe) {
-			cand = &keys[i]
+	i := 0
+	for i < len(r.pending) && !r.pending[i].at.After(safe) {
+		i++
+	}
+	if i > 0 {
+		cand := r.pending[i-1]
+		r.pending = r.pending[i:]
+		if cand.after(r.committed()) {
+			b.lastID, b.lastAt = cand.id, &cand.at
 		}
 	}
-	if cand != nil && cand.after(r.committed()) {
-		at := cand.at
-		b.lastID, b.lastAt = cand.id, &at
-	}
 	if n := len(keys); n > 0 {
-		r.scan, r.last = keys[n-1], &keys[n-1]
+		r.scan = keys[n-1]
 	}
 	b.caughtUp = len(rows) < r.s.cfg.BatchSize
 	b.stop = b.caughtUp
@@ -86,7 +94,8 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 // readChanges reads up to a batch of the change query's rows after p.
 func (s *Source) readChanges(ctx context.Context, p position) ([]row, []position, error) {
 	// The query is the configured SELECT (checked at start to be one).
-	q := fmt.Sprintf("SELECT id, updated_at, payload FROM (%s) AS syncdesk_changes "+
+	// The query on a line of its own: a trailing -- comment ends there.
+	q := fmt.Sprintf("SELECT id, updated_at, payload FROM (\n%s\n) AS syncdesk_changes "+
 		"WHERE updated_at > %s OR (updated_at = %s AND id > %s) ORDER BY updated_at, id LIMIT %s",
 		s.cfg.Query, s.ph(1), s.ph(2), s.ph(3), s.ph(4))
 	rs, err := s.biz.QueryContext(ctx, q, p.at, p.at, p.id, s.cfg.BatchSize)

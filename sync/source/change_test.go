@@ -49,6 +49,68 @@ func TestSourceChangeQueryLateCommit(t *testing.T) {
 	})
 }
 
+// A drain of several batches moves the cursor only to a row reread_window
+// older than the newest row read: rows an earlier batch read are no safer
+// for having been read first. Rows 10:00:00 to 10:00:04 in batches of 2,
+// a late commit at 10:00:02.5 → read by the next drain; the one row an hour
+// older is passed.
+func TestSourceChangeQueryLateCommitAcrossBatches(t *testing.T) {
+	t.Parallel()
+	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
+		b.createItems(t)
+		w := newWorld(t, db, nil)
+		ctx := context.Background()
+		t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+		late, err := b.db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		defer func() { _ = late.Rollback() }()
+		require.NoError(t, b.insertItem(ctx, late, 3, t0.Add(2500*time.Millisecond), `{"name": "late"}`))
+		require.NoError(t, b.insertItem(ctx, b.db, 10, t0.Add(-time.Hour), `{"name": "old"}`))
+		for _, id := range []int64{1, 2, 4, 5} {
+			require.NoError(t, b.insertItem(ctx, b.db, id, t0.Add(time.Duration(id-1)*time.Second), `{"name": "on time"}`))
+		}
+		cfg := b.changeSource(time.Minute, "shop")
+		cfg.BatchSize = 2
+		s := w.source(t, cfg)
+		require.NoError(t, s.Drain(ctx))
+		require.Len(t, records(t, db), 5)
+		c := cursor(t, db)
+		require.EqualValues(t, 10, c.LastID, "the cursor passes the row an hour older than the newest, and no other")
+		require.NotNil(t, c.LastAt)
+		require.True(t, c.LastAt.Equal(t0.Add(-time.Hour)), "cursor at %v", c.LastAt)
+
+		require.NoError(t, late.Commit())
+		require.NoError(t, s.Drain(ctx))
+		require.Equal(t, "late", records(t, db)["3"]["name"], "the late commit is read by the next drain")
+	})
+}
+
+// A change query may end in a -- comment: the query syncdesk wraps around
+// it still ends where it should.
+func TestSourceChangeQueryEndingInAComment(t *testing.T) {
+	t.Parallel()
+	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
+		b.createItems(t)
+		ctx := context.Background()
+		require.NoError(t, b.insertItem(ctx, b.db, 1, time.Now().Add(-time.Hour), `{"name": "one"}`))
+		cfg := b.changeSource(time.Minute, "shop")
+		cfg.Query += " -- every item"
+		require.NoError(t, newWorld(t, db, nil).source(t, cfg).Drain(ctx))
+		require.Contains(t, records(t, db), "1")
+	})
+}
+
+// The cursor's time goes back to the business database in UTC, whatever
+// zone syncdesk's database handed it back in (Postgres: the process's).
+func TestChangeCursorIsInUTC(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.FixedZone("UTC+2", 2*3600))
+	r := &changeReader{cur: models.SourceCursor{LastID: 7, LastAt: &at}}
+	p := r.committed()
+	require.Equal(t, time.UTC, p.at.Location())
+	require.Equal(t, 10, p.at.Hour(), "the same instant, on UTC's clock")
+	require.True(t, p.at.Equal(at))
+}
+
 func (b biz) createItems(t testing.TB) {
 	t.Helper()
 	ddl := `CREATE TABLE items (id BIGINT PRIMARY KEY, updated_at TIMESTAMPTZ NOT NULL, doc JSONB NOT NULL)`

@@ -93,6 +93,12 @@ func open(cfg config.Source, log *slog.Logger) (*sql.DB, error) {
 		return nil, errors.New("the mysql DSN cannot be read") // not err: it may quote the DSN
 	}
 	mc.ParseTime, mc.Loc, mc.Logger = true, time.UTC, driverLog{log}
+	// Loc only says how the driver reads and writes times; a TIMESTAMP
+	// column is converted through the session's zone, so that is UTC too.
+	if mc.Params == nil {
+		mc.Params = map[string]string{}
+	}
+	mc.Params["time_zone"] = "'+00:00'"
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		return nil, errors.New("the mysql DSN cannot be used")

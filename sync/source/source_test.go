@@ -253,3 +253,16 @@ func TestSourceDSNPasswordNeverShown(t *testing.T) {
 	require.Equal(t, "postgres 127.0.0.1:5432/nosuchdb", st[0].Where)
 	require.False(t, strings.Contains(w.log.String(), password), w.log.String())
 }
+
+// A MySQL source's session reads and writes TIMESTAMP columns in UTC (the
+// driver's Loc alone converts nothing on the server).
+func TestMySQLSourceSessionIsInUTC(t *testing.T) {
+	t.Parallel()
+	b := newBiz(t, "mysql")
+	b.createOutbox(t)
+	w := newWorld(t, dbtest.SQLite(t), nil)
+	s := w.source(t, b.outboxSource())
+	var zone string
+	require.NoError(t, s.biz.QueryRowContext(context.Background(), "SELECT @@session.time_zone").Scan(&zone))
+	require.Equal(t, "+00:00", zone)
+}
