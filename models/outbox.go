@@ -319,7 +319,9 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 // the attempt count — and goes back to new when the record's state (its
 // content hash, or DeletedHash once it is deleted) is no longer the one
 // pushed (or the record is gone). A delete done forgets the object, which
-// the provider no longer holds. A next key given becomes the link's. A
+// the provider no longer holds, and with it the mark of an object deleted at
+// the provider: a write of the record afterwards creates a new object,
+// which nobody deleted. A next key given becomes the link's. A
 // link done with (success, deleted or failed) forgets the trace its send
 // was claimed with, so that a later push queued without one (a webhook's, a
 // fix's, a retry by hand) does not join an old request's trace; one a newer
@@ -332,6 +334,7 @@ const finishSet = `status = CASE WHEN v.status NOT IN ('success', 'deleted') THE
 	external_id = CASE WHEN v.status = 'success' THEN v.external_id WHEN v.status = 'deleted' THEN '' ELSE external_map.external_id END,
 	pushed_hash = CASE WHEN v.status = 'success' THEN v.pushed_hash WHEN v.status = 'deleted' THEN '' ELSE external_map.pushed_hash END,
 	create_payload = CASE WHEN v.status IN ('success', 'deleted') THEN '' ELSE external_map.create_payload END,
+	remote_deleted_at = CASE WHEN v.status = 'deleted' THEN NULL ELSE external_map.remote_deleted_at END,
 	idempotency_key = CASE WHEN v.next_key <> '' THEN v.next_key ELSE external_map.idempotency_key END,
 	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, last_error = v.last_error,
 	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?,

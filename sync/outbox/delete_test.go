@@ -64,6 +64,38 @@ func TestARescuedDeleteSaysTheDeleteIsSentAgain(t *testing.T) {
 	})
 }
 
+// An object the provider said was deleted, then the record deleted here:
+// the link ends deleted without the provider's mark, and a write of the
+// record afterwards creates a new object whose link is an ordinary one
+// (webhooks and reconciliation treat a marked link as waiting for a
+// person).
+func TestADeleteClearsTheProvidersDeletedMark(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.withDeletes()
+		e.upsert(order(1))
+		e.settle(e.eng)
+		l := e.link("order", "1", "crm")
+		marked, err := models.MarkRemoteDeleted(db, l.ID, "crm", "the provider says the deal was deleted", e.clock.Now())
+		require.NoError(t, err)
+		require.True(t, marked)
+
+		e.remove("order", "1")
+		e.settle(e.eng)
+		l = e.link("order", "1", "crm")
+		require.Equal(t, models.StatusDeleted, l.Status, l.LastError)
+		require.Nil(t, l.RemoteDeletedAt, "our delete is done: the provider's mark is spent")
+
+		e.upsert(order(1))
+		e.settle(e.eng)
+		l = e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.NotEmpty(t, l.ExternalID)
+		require.Nil(t, l.RemoteDeletedAt)
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
+	})
+}
+
 func TestDeleteRemovesTheObjectAndTheLinkSaysDeleted(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := setup(t, db)
