@@ -317,6 +317,42 @@ func TestStripeCreateOlderThanTheKeyWindowIsSearchedFirst(t *testing.T) {
 	})
 }
 
+// A create whose answer was lost, then the record deleted at once, while
+// Stripe's search does not show the customer yet: the delete learns the
+// customer's id by sending the create again with its key, which Stripe
+// answers with the customer it made, and deletes it — rather than find
+// nothing by search and leave it behind for good.
+func TestStripeDeleteAfterALostCreateLeavesNoCustomer(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		clk := clock.NewFake(epoch)
+		fake := stripe.New(stripe.Options{Now: clk.Now})
+		w := newPresetWorld(t, db, "stripe", stripeYAML, fake, clk, faults.Options{})
+		w.faults.Script(faults.Lost)
+		_, err := w.eng.Upsert(ctx, "customer", "1", []byte(customer(1)))
+		require.NoError(t, err)
+		require.NoError(t, w.eng.Drain(ctx))
+		l := w.link("customer", "1")
+		require.True(t, l.NeedsLookup)
+		require.Equal(t, 1, fake.Creates(stripe.Customer), "the lost create reached Stripe")
+
+		_, err = w.eng.Delete(ctx, "customer", "1")
+		require.NoError(t, err)
+		// The retry the lost create left waits for its backoff: a few
+		// seconds, well within the search's lag of a minute.
+		for i := 0; i < 20 && w.link("customer", "1").Status != models.StatusDeleted; i++ {
+			clk.Advance(time.Second)
+			require.NoError(t, w.eng.Drain(ctx))
+		}
+		require.Less(t, clk.Now().Sub(epoch), stripe.DefaultSearchLag)
+		l = w.link("customer", "1")
+		require.Equal(t, models.StatusDeleted, l.Status, l.LastError)
+		require.Zero(t, fake.CountByMetadata(stripe.Customer, "syncdesk_key", l.ExternalKey), "no customer is left behind")
+		require.Equal(t, 1, fake.Creates(stripe.Customer), "the create sent again was answered by a replay")
+		require.Equal(t, 1, fake.Requests()["DELETE /v1/customers/{id}"])
+	})
+}
+
 func customer(i int) string {
 	return fmt.Sprintf(`{"email":"person%d@example.com","name":"Ada %d"}`, i, i)
 }

@@ -11,13 +11,26 @@ import (
 )
 
 // remove pushes a deleted record's desired state: no object at the
-// provider. The object the link knows is deleted (or archived); with no
-// id, one a lost create may have made is looked up by key first; with
-// neither, the object was never created and there is nothing to call.
+// provider. The object the link knows is deleted (or archived). With no
+// id, a lost create may have made one: while the provider replays the
+// create's idempotency key, the create is sent again with it, and answers
+// with that object (or makes it now) — a search may not show an object
+// made a moment ago; past that, it is looked up by key. With neither, the
+// object was never created and there is nothing to call.
 func (s *sender) remove(ctx context.Context) {
 	l, conn := s.j.link, s.svc.Conn
 	id := l.ExternalID
-	if id == "" && l.NeedsLookup && conn.CanLookup(l.LocalType) {
+	switch {
+	case id == "" && l.NeedsLookup && s.keyReplays():
+		call := s.call(ctx, func(ctx context.Context) connector.Call {
+			return conn.Create(ctx, s.record(s.createBody()), l.IdempotencyKey)
+		})
+		if call.Class != connector.OK || call.ExternalID == "" {
+			s.settle(call, "")
+			return
+		}
+		id = call.ExternalID
+	case id == "" && l.NeedsLookup && conn.CanLookup(l.LocalType):
 		var ok bool
 		if _, id, ok = s.lookUp(ctx); !ok {
 			return

@@ -141,9 +141,15 @@ func (s *sender) mustLookUp() bool {
 	if !(l.NeedsLookup || cfg.LookupBeforeCreate) || !s.svc.Conn.CanLookup(l.LocalType) {
 		return false
 	}
-	replays := cfg.IdempotencyHeader != "" && cfg.IdempotencyWindow > 0 && l.IdempotencyKey != "" &&
+	return !s.keyReplays()
+}
+
+// keyReplays says whether the provider still answers a create sent again
+// with the link's idempotency key with its first answer (see mustLookUp).
+func (s *sender) keyReplays() bool {
+	l, cfg := s.j.link, s.svc.Config
+	return cfg.IdempotencyHeader != "" && cfg.IdempotencyWindow > 0 && l.IdempotencyKey != "" &&
 		s.e.clock.Now().Before(l.CreatedAt.Add(cfg.IdempotencyWindow))
-	return !replays
 }
 
 // needsPerson fails the link: several objects carry its key, and which one

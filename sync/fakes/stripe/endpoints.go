@@ -2,6 +2,7 @@ package stripe
 
 import (
 	"net/http"
+	"slices"
 )
 
 // create makes a new object (POST /v1/{path}).
@@ -99,6 +100,27 @@ func (s *Server) retrieve(r *http.Request, res *resource, p params) (any, *apiEr
 		return nil, noSuchObject(res.object, r.PathValue("id"))
 	}
 	return deepCopy(rec.obj), nil
+}
+
+// remove answers DELETE /v1/customers/{id}: the customer is gone for
+// good, the answer {"id", "object", "deleted": true}, and a customer there
+// is none of (deleted already too) is a 404
+// (https://docs.stripe.com/api/customers/delete). A DELETE takes no
+// idempotency key: it is idempotent by definition.
+func (s *Server) remove(r *http.Request, res *resource, p params) (any, *apiError) {
+	if _, err := check(p, fields{}, ""); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, id := s.tables[res], r.PathValue("id")
+	rec, ok := t.byID[id]
+	if !ok {
+		return nil, noSuchObject(res.object, id)
+	}
+	delete(t.byID, id)
+	t.order = slices.DeleteFunc(t.order, func(o *record) bool { return o == rec })
+	return map[string]any{"id": id, "object": res.object, "deleted": true}, nil
 }
 
 // pageParams are the parameters every list takes

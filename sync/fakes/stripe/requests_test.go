@@ -155,3 +155,20 @@ func TestUnknownRoutesAndCounts(t *testing.T) {
 		"GET /v1/customers/{id}": 1, "GET /v1/customers/search": 1, "GET /v1/customers": 1,
 	}, s.Requests())
 }
+
+// A customer is deleted for good (https://docs.stripe.com/api/customers/delete):
+// the answer says deleted, the object is gone from retrieve, list and the
+// counts, and a second delete is a 404; a payment intent cannot be deleted.
+func TestDeleteACustomer(t *testing.T) {
+	s, c, _ := setup(t, Options{})
+	cus := c.ok(http.MethodPost, "/v1/customers", form("email", "jenny@example.com", "metadata[syncdesk_key]", "cust-1"))
+	id := cus["id"].(string)
+
+	gone := c.ok(http.MethodDelete, "/v1/customers/"+id, nil)
+	require.Equal(t, map[string]any{"id": id, "object": "customer", "deleted": true}, gone)
+	require.Equal(t, http.StatusNotFound, c.do(http.MethodGet, "/v1/customers/"+id, nil).status)
+	require.Zero(t, s.CountByMetadata(Customer, "syncdesk_key", "cust-1"))
+	again := c.do(http.MethodDelete, "/v1/customers/"+id, nil)
+	require.Equal(t, http.StatusNotFound, again.status)
+	require.Equal(t, "resource_missing", again.errField("code"))
+}

@@ -73,6 +73,8 @@ func New(opts Options) *Server {
 		s.mux.Handle("GET "+base+"/search", s.read(res, s.search))
 		s.mux.Handle("GET "+base+"/{id}", s.read(res, s.retrieve))
 	}
+	// Customers can be deleted; payment intents only cancelled.
+	s.mux.Handle("DELETE /v1/customers/{id}", s.read(customers, s.remove))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, unrecognizedURL(r)) })
 	return s
 }
