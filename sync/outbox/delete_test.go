@@ -30,6 +30,16 @@ func (e *env) withDeletes() {
 	e.eng = e.engine(e.db, Options{Concurrency: 8})
 }
 
+// syncedOrder is an engine whose crm deletes orders, with order 1 synced.
+func syncedOrder(t *testing.T, db *gorm.DB) *env {
+	t.Helper()
+	e := setup(t, db)
+	e.withDeletes()
+	e.upsert(order(1))
+	e.settle(e.eng)
+	return e
+}
+
 func (e *env) remove(typ, id string) Enqueued {
 	e.t.Helper()
 	res, err := e.eng.Delete(context.Background(), typ, id)
@@ -41,10 +51,7 @@ func (e *env) remove(typ, id string) Enqueued {
 // that say a delete, not an update, will be sent again; it then is.
 func TestARescuedDeleteSaysTheDeleteIsSentAgain(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		e := setup(t, db)
-		e.withDeletes()
-		e.upsert(order(1))
-		e.settle(e.eng)
+		e := syncedOrder(t, db)
 		e.remove("order", "1")
 		claimed, err := models.ClaimDue(db, "stopped-worker/1", e.clock.Now(), time.Minute, 10, nil)
 		require.NoError(t, err)
@@ -71,10 +78,7 @@ func TestARescuedDeleteSaysTheDeleteIsSentAgain(t *testing.T) {
 // person).
 func TestADeleteClearsTheProvidersDeletedMark(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		e := setup(t, db)
-		e.withDeletes()
-		e.upsert(order(1))
-		e.settle(e.eng)
+		e := syncedOrder(t, db)
 		l := e.link("order", "1", "crm")
 		marked, err := models.MarkRemoteDeleted(db, l.ID, "crm", "the provider says the deal was deleted", e.clock.Now())
 		require.NoError(t, err)
@@ -98,10 +102,7 @@ func TestADeleteClearsTheProvidersDeletedMark(t *testing.T) {
 
 func TestDeleteRemovesTheObjectAndTheLinkSaysDeleted(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		e := setup(t, db)
-		e.withDeletes()
-		e.upsert(order(1))
-		e.settle(e.eng)
+		e := syncedOrder(t, db)
 		l := e.link("order", "1", "crm")
 		require.Equal(t, models.StatusSuccess, l.Status)
 		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
@@ -134,10 +135,7 @@ func TestDeleteRemovesTheObjectAndTheLinkSaysDeleted(t *testing.T) {
 
 func TestADeleteWhoseAnswerIsLostIsRetriedAndItsRetrys404IsDone(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		e := setup(t, db)
-		e.withDeletes()
-		e.upsert(order(1))
-		e.settle(e.eng)
+		e := syncedOrder(t, db)
 		e.crm.Script(sandbox.DropAfterCommit())
 		e.remove("order", "1")
 		e.settle(e.eng)
@@ -243,10 +241,7 @@ func TestADeleteOfNoRecordIsNotFound(t *testing.T) {
 // failed for a 404.
 func TestARecordWrittenAgainAfterADeleteWhoseAnswerWasLostIsCreatedAnew(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		e := setup(t, db)
-		e.withDeletes()
-		e.upsert(order(1))
-		e.settle(e.eng)
+		e := syncedOrder(t, db)
 		first := e.link("order", "1", "crm")
 		e.crm.Script(sandbox.DropAfterCommit())
 		e.remove("order", "1")
