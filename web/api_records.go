@@ -43,15 +43,15 @@ func (s *Server) apiPutRecord(c echo.Context) error {
 		return &statusError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the payload is larger than %d bytes", models.MaxPayload)}
 	}
 	res, err := s.outbox.Upsert(c.Request().Context(), typ, id, body)
-	return s.answerRecordWrite(c, action.RecordUpsert, typ, id, res, err)
+	if err != nil {
+		return err
+	}
+	return s.answerRecordWrite(c, action.RecordUpsert, typ, id, res)
 }
 
 // answerRecordWrite answers a write of one record with the record as it
 // now is and whether the write changed it, and audits a change as act.
-func (s *Server) answerRecordWrite(c echo.Context, act, typ, id string, res outbox.Enqueued, err error) error {
-	if err != nil {
-		return err
-	}
+func (s *Server) answerRecordWrite(c echo.Context, act, typ, id string, res outbox.Enqueued) error {
 	rec, err := models.RecordByKey(s.requestDB(c), typ, id)
 	if err != nil {
 		return err
@@ -71,7 +71,10 @@ func (s *Server) answerRecordWrite(c echo.Context, act, typ, id string, res outb
 func (s *Server) apiDeleteRecord(c echo.Context) error {
 	typ, id := c.Param("type"), c.Param("id")
 	res, err := s.outbox.Delete(c.Request().Context(), typ, id)
-	return s.answerRecordWrite(c, action.RecordDelete, typ, id, res, err)
+	if err != nil {
+		return err
+	}
+	return s.answerRecordWrite(c, action.RecordDelete, typ, id, res)
 }
 
 // apiGetRecord answers GET /api/v1/records/{type}/{id}: the record and its links.

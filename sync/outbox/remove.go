@@ -25,7 +25,7 @@ func (s *sender) remove(ctx context.Context) {
 		call := s.call(ctx, func(ctx context.Context) connector.Call {
 			return conn.Create(ctx, s.record(s.createBody()), l.IdempotencyKey)
 		})
-		if call.Class != connector.OK || call.ExternalID == "" {
+		if call.Class != connector.OK { // an OK create always names its object
 			s.settle(call, "")
 			return
 		}

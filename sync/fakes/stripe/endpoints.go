@@ -105,8 +105,7 @@ func (s *Server) retrieve(r *http.Request, res *resource, p params) (any, *apiEr
 // remove answers DELETE /v1/customers/{id}: the customer is gone for
 // good, the answer {"id", "object", "deleted": true}, and a customer there
 // is none of (deleted already too) is a 404
-// (https://docs.stripe.com/api/customers/delete). A DELETE takes no
-// idempotency key: it is idempotent by definition.
+// (https://docs.stripe.com/api/customers/delete).
 func (s *Server) remove(r *http.Request, res *resource, p params) (any, *apiError) {
 	if _, err := check(p, fields{}, ""); err != nil {
 		return nil, err

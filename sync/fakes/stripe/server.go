@@ -151,7 +151,8 @@ func (s *Server) write(res *resource, fn endpoint) http.Handler {
 	})
 }
 
-// read serves a GET.
+// read serves a request that takes no idempotency key: a GET, or a
+// DELETE, idempotent by definition.
 func (s *Server) read(res *resource, fn endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _, perr := readForm(r)
