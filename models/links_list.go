@@ -61,19 +61,9 @@ func SearchLinks(db *gorm.DB, q LinkQuery) ([]Link, error) {
 	return out, tx.Order("id DESC").Limit(q.Limit).Find(&out).Error
 }
 
-// InProgressOf returns the in-progress row of a link's key, if any is live.
-func InProgressOf(db *gorm.DB, l *Link, now time.Time) (*InProgress, error) {
-	var rows []InProgress
-	err := db.Where("external_service = ? AND local_type = ? AND local_id = ? AND expires_at > ?",
-		l.ExternalService, l.LocalType, l.LocalID, now).Limit(1).Find(&rows).Error
-	if err != nil || len(rows) == 0 {
-		return nil, err
-	}
-	return &rows[0], nil
-}
-
-// InProgressOfLinks returns the live in-progress rows of links, by link id,
-// in one query: a list shows who asked for each sync under way.
+// InProgressOfLinks returns the syncs under way of links, by link id, in
+// one query: a list shows who asked for each. A link being sent under a live
+// lease is under way whether or not somebody asked (see ClaimDue).
 func InProgressOfLinks(db *gorm.DB, links []Link, now time.Time) (map[int64]InProgress, error) {
 	out := map[int64]InProgress{}
 	if len(links) == 0 {
@@ -85,9 +75,13 @@ func InProgressOfLinks(db *gorm.DB, links []Link, now time.Time) (map[int64]InPr
 		keys[i] = []any{l.ExternalService, l.LocalType, l.LocalID}
 		k := [3]string{l.ExternalService, l.LocalType, l.LocalID}
 		byKey[k] = append(byKey[k], l.ID)
+		if row, sending := l.sending(now); sending {
+			out[l.ID] = row
+		}
 	}
 	var rows []InProgress
-	if err := db.Where("expires_at > ? AND (external_service, local_type, local_id) IN ?", now, keys).Find(&rows).Error; err != nil {
+	if err := db.Where("holder = ? AND expires_at > ? AND (external_service, local_type, local_id) IN ?", RequestHolder, now, keys).
+		Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	for _, r := range rows {

@@ -75,13 +75,15 @@ func QueueLinks(tx *gorm.DB, specs []LinkSpec, now time.Time) error {
 }
 
 // ClaimedLink is a link as claimed, with its record's current payload and
-// content hash ("" when the record is gone), and whether the record is
-// deleted: then the link's desired state is "deleted".
+// content hash ("" when the record is gone), whether the record is deleted
+// (then the link's desired state is "deleted"), and whether a person asked
+// for this sync (Sync now): the finish releases their request.
 type ClaimedLink struct {
 	Link          `gorm:"embedded"`
 	Payload       string
 	ContentHash   string
 	RecordDeleted bool
+	Requested     bool
 }
 
 // DeletedHash stands for a deleted record's state where a content hash is
@@ -91,8 +93,10 @@ const DeletedHash = "deleted"
 
 // ClaimDue takes up to limit due links (new or retry, next attempt reached)
 // for one worker: status processing, lease owner and expiry set, the create
-// body frozen on links that have no remote object yet, and an in-progress row
-// per link. Services in skip are not claimed. The same statement returns
+// body frozen on links that have no remote object yet. The lease columns are
+// what marks a link in progress: no in_progress row is written, which keeps
+// a table's insert and delete per link off the engine's hot path; that table
+// holds the Sync now requests alone. Services in skip are not claimed. The same statement returns
 // each link's record, which saves the sender a query (and, on a busy
 // machine, a wait for the claimer to be scheduled again) per batch.
 //
@@ -126,10 +130,7 @@ func claimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, lim
 		if err := tx.Raw(q, args...).Scan(&claimed).Error; err != nil {
 			return fmt.Errorf("claim due links: %w", err)
 		}
-		if len(claimed) == 0 {
-			return nil
-		}
-		return holdInProgress(tx, claimed, owner, now, lease)
+		return nil
 	})
 	return claimed, err
 }
@@ -142,12 +143,12 @@ func claimPostgres(filter string) string {
 	return `UPDATE external_map m SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?,
 		create_payload = CASE WHEN m.external_id = '' AND m.create_payload = '' THEN c.payload ELSE m.create_payload END
 	FROM (SELECT d.id, COALESCE(r.payload, '') AS payload, COALESCE(r.content_hash, '') AS content_hash,
-			r.deleted_at IS NOT NULL AS record_deleted
-		FROM (` + dueSQL(Postgres, "id, local_type, local_id") + filter + `
+			r.deleted_at IS NOT NULL AS record_deleted, ` + requestedSQL("d") + ` AS requested
+		FROM (` + dueSQL(Postgres, "id, external_service, local_type, local_id") + filter + `
 			ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) d
 		LEFT JOIN records r ON r.local_type = d.local_type AND r.local_id = d.local_id) c
 	WHERE m.id = c.id
-	RETURNING m.*, c.payload, c.content_hash, c.record_deleted`
+	RETURNING m.*, c.payload, c.content_hash, c.record_deleted, c.requested`
 }
 
 // claimSQLite is the claim on SQLite, whose one write lock keeps claimers
@@ -163,8 +164,18 @@ func claimSQLite(filter string) string {
 			THEN ` + record("r.payload", "''") + ` ELSE external_map.create_payload END
 		WHERE id IN (` + dueSQL(SQLite, "id") + filter + ` ORDER BY next_attempt_at LIMIT ?)
 		RETURNING *, ` + record("r.payload", "''") + ` AS payload, ` + record("r.content_hash", "''") + ` AS content_hash, ` +
-		record("r.deleted_at IS NOT NULL", "false") + ` AS record_deleted`
+		record("r.deleted_at IS NOT NULL", "false") + ` AS record_deleted, ` + requestedSQL("external_map") + ` AS requested`
 }
+
+// requestedSQL tells whether a Sync now request row stands for the link
+// named link in the query.
+func requestedSQL(link string) string {
+	return `EXISTS (SELECT 1 FROM in_progress ip WHERE ip.external_service = ` + link + `.external_service
+		AND ip.local_type = ` + link + `.local_type AND ip.local_id = ` + link + `.local_id AND ip.holder = '` + RequestHolder + `')`
+}
+
+// RequestHolder holds the in_progress row of a Sync now request.
+const RequestHolder = "request"
 
 // dueSQL selects cols of the due links; the caller adds the order and limit. The statuses
 // are literals, not parameters, so that the planner can prove the partial
@@ -174,20 +185,6 @@ func claimSQLite(filter string) string {
 // sort, hence INDEXED BY.
 func dueSQL(dialect, cols string) string {
 	return `SELECT ` + cols + ` FROM ` + indexedBy(dialect, "external_map", "external_map_due_idx") + ` WHERE status IN ('new', 'retry') AND next_attempt_at <= ?`
-}
-
-// holdInProgress marks claimed links as in progress. A row left by "Sync now"
-// is taken over, keeping who asked and since when.
-func holdInProgress(tx *gorm.DB, links []ClaimedLink, owner string, now time.Time, lease time.Duration) error {
-	rows := make([]InProgress, len(links))
-	for i, l := range links {
-		rows[i] = InProgress{ExternalService: l.ExternalService, LocalType: l.LocalType, LocalID: l.LocalID,
-			Holder: owner, StartedBy: "scheduler", StartedAt: now, ExpiresAt: now.Add(lease)}
-	}
-	return tx.Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "external_service"}, {Name: "local_type"}, {Name: "local_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"holder", "expires_at"}),
-	}).Create(&rows).Error
 }
 
 // LinkOutcome is what a send decided for one link.
@@ -207,10 +204,14 @@ type LinkOutcome struct {
 	LastError   string
 	LastHTTP    int
 	Calls       []Attempt
+	// Requested says the send answered a Sync now request: the finish
+	// releases its in_progress row.
+	Requested bool
 }
 
 // FinishLinks writes a batch of outcomes in one transaction: the attempts,
-// each link's new state, and the release of its in-progress row. A link whose
+// each link's new state, and the release of the Sync now requests they
+// answered. A link whose
 // lease was taken away meanwhile (rescued, then claimed again) keeps its new
 // owner's state; its attempts are still logged, because they happened.
 //
@@ -349,17 +350,19 @@ func errorGroupOf(o LinkOutcome) string {
 	return ErrorGroup(o.Link.ExternalService, o.LastHTTP, o.LastError)
 }
 
+// releaseInProgress deletes the Sync now requests that outcomes answered.
+// Most outcomes answered none, and cost no statement.
 func releaseInProgress(tx *gorm.DB, outcomes []LinkOutcome) error {
-	if len(outcomes) == 0 {
+	var keys [][]any
+	for _, o := range outcomes {
+		if o.Requested {
+			keys = append(keys, []any{o.Link.ExternalService, o.Link.LocalType, o.Link.LocalID})
+		}
+	}
+	if len(keys) == 0 {
 		return nil
 	}
-	var conds []string
-	var args []any
-	for _, o := range outcomes {
-		conds = append(conds, "(external_service = ? AND local_type = ? AND local_id = ? AND holder = ?)")
-		args = append(args, o.Link.ExternalService, o.Link.LocalType, o.Link.LocalID, o.Link.LeaseOwner)
-	}
-	return tx.Where(strings.Join(conds, " OR "), args...).Delete(&InProgress{}).Error
+	return tx.Where("holder = ? AND (external_service, local_type, local_id) IN ?", RequestHolder, keys).Delete(&InProgress{}).Error
 }
 
 // ErrInProgress means a sync of the same (service, type, id) is already
@@ -376,10 +379,13 @@ func (e *InProgressError) Error() string {
 // Unwrap lets errors.Is(err, ErrInProgress) match.
 func (e *InProgressError) Unwrap() error { return ErrInProgress }
 
-// RequestSync takes the in-progress row of a link's (service, type, id) for
-// who, and makes the link due now. A row that is held and not expired wins:
-// the request changes nothing and gets an *InProgressError. An expired row is
-// taken over. The insert's conflict on the primary key decides races.
+// RequestSync records who asked for a sync of a link, in the in_progress
+// row of its (service, type, id), and makes the link due now. A sync already
+// under way wins: a request row still held, or the link being sent under a
+// lease that has not run out (a claim writes no row: see ClaimDue). The
+// request then changes nothing and gets an *InProgressError. An expired row
+// is taken over. The insert's conflict on the primary key decides races
+// between requests; the link's status decides a race with a claim.
 // traceParent is the request's W3C traceparent ("" for none), which the
 // send's spans join.
 func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time.Duration, traceParent string) (*Link, error) {
@@ -389,8 +395,11 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 		if link, err = LinkByID(tx, linkID); err != nil {
 			return err
 		}
+		if row, sending := link.sending(now); sending {
+			return &InProgressError{Row: row}
+		}
 		row := InProgress{ExternalService: link.ExternalService, LocalType: link.LocalType, LocalID: link.LocalID,
-			Holder: "request", StartedBy: who, StartedAt: now, ExpiresAt: now.Add(hold)}
+			Holder: RequestHolder, StartedBy: who, StartedAt: now, ExpiresAt: now.Add(hold)}
 		res := tx.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "external_service"}, {Name: "local_type"}, {Name: "local_id"}},
 			DoUpdates: clause.AssignmentColumns([]string{"holder", "started_by", "started_at", "expires_at"}),
@@ -407,15 +416,40 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 			}
 			return &InProgressError{Row: held}
 		}
-		// A link being sent is left to its worker (its lease expired, or the
-		// row would have been held); the rescuer hands it back.
-		return tx.Model(&Link{}).Where("id = ? AND status <> ?", link.ID, StatusProcessing).Updates(map[string]any{
+		// A link being sent is left to its worker: its lease expired (the
+		// rescuer hands it back, and the next claim answers this request),
+		// or a claim took it since it was read above.
+		res = tx.Model(&Link{}).Where("id = ? AND status <> ?", link.ID, StatusProcessing).Updates(map[string]any{
 			"status": StatusNew, "next_attempt_at": now, "updated_at": now, "trace_parent": traceParent,
 			"attempts": gorm.Expr("CASE WHEN status = ? THEN 0 ELSE attempts END", StatusFailed),
-		}).Error
+		})
+		if res.Error != nil || res.RowsAffected == 1 {
+			return res.Error
+		}
+		if link, err = LinkByID(tx, linkID); err != nil {
+			return err
+		}
+		if row, sending := link.sending(now); sending {
+			// The claim did not see this request: it is already answered.
+			return &InProgressError{Row: row}
+		}
+		return nil
 	})
 	return link, err
 }
+
+// sending reports whether the link is being sent under a lease that has not
+// run out, as the in_progress row a Sync now request would have made.
+func (l *Link) sending(now time.Time) (InProgress, bool) {
+	if l.Status != StatusProcessing || l.LockedUntil == nil || !l.LockedUntil.After(now) {
+		return InProgress{}, false
+	}
+	return InProgress{ExternalService: l.ExternalService, LocalType: l.LocalType, LocalID: l.LocalID, Holder: l.LeaseOwner,
+		StartedBy: SchedulerStarter, StartedAt: l.UpdatedAt, ExpiresAt: *l.LockedUntil}, true
+}
+
+// SchedulerStarter is who started a sync that nobody asked for.
+const SchedulerStarter = "scheduler"
 
 // ExpiredLease is a processing link whose worker's lease has run out.
 type ExpiredLease struct {
@@ -455,11 +489,8 @@ func ReleaseExpired(db *gorm.DB, e ExpiredLease, attempt Attempt, now time.Time)
 			return res.Error
 		}
 		released = true
-		if err := tx.Create(&attempt).Error; err != nil {
-			return err
-		}
-		return tx.Where("external_service = ? AND local_type = ? AND local_id = ? AND holder = ?",
-			e.ExternalService, e.LocalType, e.LocalID, e.LeaseOwner).Delete(&InProgress{}).Error
+		// A Sync now request stays for the next claim to answer.
+		return tx.Create(&attempt).Error
 	})
 	return released, err
 }

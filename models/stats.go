@@ -145,13 +145,13 @@ func NewestFailures(db *gorm.DB, limit int) ([]Link, error) {
 	return out, failedLinks(db, "external_map_failed_updated_idx").Order("updated_at DESC").Limit(limit).Find(&out).Error
 }
 
-// InProgressRows returns live in-progress rows of services that are not
-// paused, oldest first, and how many there are: a Sync now of a paused
-// service's link waits for the resume, and is not in progress. Held counts
-// the rows of paused services apart.
+// InProgressRows returns the syncs under way (see liveSyncs) of services
+// that are not paused, oldest first, and how many there are: a Sync now of
+// a paused service's link waits for the resume, and is not in progress. Held
+// counts those of paused services apart.
 func InProgressRows(db *gorm.DB, now time.Time, limit int) (rows []InProgress, n, held int64, err error) {
 	paused := db.Model(&ServicePause{}).Select("service")
-	live := func() *gorm.DB { return db.Model(&InProgress{}).Where("expires_at > ?", now) }
+	live := func() *gorm.DB { return db.Table("(?) AS s", liveSyncs(db, now)) }
 	if err := live().Where("external_service NOT IN (?)", paused).Count(&n).Error; err != nil {
 		return nil, 0, 0, err
 	}
@@ -159,4 +159,26 @@ func InProgressRows(db *gorm.DB, now time.Time, limit int) (rows []InProgress, n
 		return nil, 0, 0, err
 	}
 	return rows, n, held, live().Where("external_service NOT IN (?)", paused).Order("started_at").Limit(limit).Find(&rows).Error
+}
+
+// liveSyncs selects every sync under way at now as in_progress rows: the
+// Sync now requests not yet answered, and the links being sent under a
+// lease that has not run out (a claim writes no row: see ClaimDue), each
+// with who asked for it, when somebody did.
+func liveSyncs(db *gorm.DB, now time.Time) *gorm.DB {
+	sending := `m.status = 'processing' AND m.locked_until > @now`
+	request := `m.external_service = ip.external_service AND m.local_type = ip.local_type AND m.local_id = ip.local_id
+		AND ip.holder = @request AND ip.expires_at > @now`
+	// Plain columns, no COALESCE: SQLite types a column of this union by
+	// its last branch, and a time with no declared type reads as text.
+	return db.Raw(`SELECT ip.external_service, ip.local_type, ip.local_id, ip.holder, ip.started_by, ip.started_at, ip.expires_at
+		FROM in_progress ip WHERE ip.holder = @request AND ip.expires_at > @now
+			AND NOT EXISTS (SELECT 1 FROM external_map m WHERE `+request+` AND `+sending+`)
+	UNION ALL
+	SELECT m.external_service, m.local_type, m.local_id, m.lease_owner, ip.started_by, ip.started_at, m.locked_until
+		FROM external_map m JOIN in_progress ip ON `+request+` WHERE `+sending+`
+	UNION ALL
+	SELECT m.external_service, m.local_type, m.local_id, m.lease_owner, @scheduler, m.updated_at, m.locked_until
+		FROM external_map m WHERE `+sending+` AND NOT EXISTS (SELECT 1 FROM in_progress ip WHERE `+request+`)`,
+		map[string]any{"now": now, "request": RequestHolder, "scheduler": SchedulerStarter})
 }

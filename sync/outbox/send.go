@@ -18,13 +18,16 @@ type job struct {
 	hash    string
 	probe   bool // sent to test a paused service's provider
 	deleted bool // the record is deleted: the object is to go
+	// requested: a person asked for this sync (Sync now), and the send,
+	// once made, answers them.
+	requested bool
 }
 
 // send runs one link's operation — update, look up then create, or delete
 // — and decides its outcome. It never panics: a connector panic fails the attempt.
 func (e *Engine) send(ctx context.Context, j job) (out models.LinkOutcome) {
 	svc, ok := e.services[j.link.ExternalService]
-	out = models.LinkOutcome{Link: j.link, Attempts: j.link.Attempts, NeedsLookup: j.link.NeedsLookup}
+	out = models.LinkOutcome{Link: j.link, Attempts: j.link.Attempts, NeedsLookup: j.link.NeedsLookup, Requested: j.requested}
 	if _, routed := svc.Config.Objects[j.link.LocalType]; !ok || !routed {
 		out.Status, out.LastError = models.StatusFailed, fmt.Sprintf("%s is no longer routed to %s in the configuration", j.link.LocalType, j.link.ExternalService)
 		return out
