@@ -26,8 +26,12 @@ const finishTries = 3
 const flushWindow = 5 * time.Millisecond
 
 // queuedBatches is how many claimed batches may wait for a free sender, so
-// that none sits idle while the next claim is in flight.
-const queuedBatches = 2
+// that none sits idle while the next claim is in flight. The claimer claims
+// as soon as a sender's worth of room is free, so the queue seldom holds a
+// whole batch; with the default batch of twice the sends in flight, one
+// queued batch keeps the depth at three times the sends in flight, which
+// bounds how long a claimed link waits for a sender (see leaseCovers).
+const queuedBatches = 1
 
 // Run claims and sends due links until ctx ends. Then it stops claiming,
 // gives sends in flight up to grace to finish, cancels the rest (their

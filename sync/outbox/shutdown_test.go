@@ -94,7 +94,7 @@ func TestALinkWhoseLeaseRanOutInTheQueueIsNotSent(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := setup(t, db)
 		e.crm.SetOptions(sandbox.Options{Latency: 300 * time.Millisecond})
-		a := e.engine(db, Options{Concurrency: 1, BatchSize: 1, WorkerID: "A"})
+		a := e.engine(db, Options{Concurrency: 1, BatchSize: 2, WorkerID: "A"})
 		b := e.engine(db, Options{Concurrency: 8, WorkerID: "B"})
 		for i := 1; i <= 3; i++ {
 			e.upsert(order(i))
