@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/clock"
+	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 )
 
@@ -30,6 +32,12 @@ func TestDeletesAndWritesRacingTheEngineEndInTheRecordsLastState(t *testing.T) {
 		e.crm.SetOptions(sandbox.Options{Latency: 2 * time.Millisecond, RateDropAfterCommit: 0.1, Rand: rand.New(rand.NewPCG(7, 8))})
 		for i := range e.svcs {
 			e.svcs[i].Config.Retry = configRetry(50, 2*time.Millisecond, 20*time.Millisecond)
+			// Lost answers are the faults under test, not timeouts: a call
+			// the client gives up on (500 ms, on a machine loaded by -race
+			// and other packages) may still be committed by the provider
+			// after a later lookup found nothing, which no sender can see.
+			e.svcs[i].Config.Timeout = 10 * time.Second
+			e.svcs[i].Conn = connector.NewHTTP(e.svcs[i].Name, e.svcs[i].Config, e.redactr, nil)
 		}
 		const writers, rounds, keys = 32, 30, 8
 		ctx, stop := context.WithCancel(context.Background())
@@ -82,7 +90,8 @@ func TestDeletesAndWritesRacingTheEngineEndInTheRecordsLastState(t *testing.T) {
 			if rec.DeletedAt != nil {
 				deleted++
 				require.Equal(t, models.StatusDeleted, l.Status, "record %s is deleted: %s", rec.LocalID, l.LastError)
-				require.Zero(t, e.crm.CountByKey(key), "record %s is deleted, yet the CRM holds its object", rec.LocalID)
+				require.Zero(t, e.crm.CountByKey(key), "record %s is deleted, yet the CRM holds its object; its attempts:\n%s",
+					rec.LocalID, attemptLog(t, db, l.ID))
 				continue
 			}
 			require.Equal(t, models.StatusSuccess, l.Status, "record %s lives: %s", rec.LocalID, l.LastError)
@@ -97,4 +106,15 @@ func TestDeletesAndWritesRacingTheEngineEndInTheRecordsLastState(t *testing.T) {
 		require.Equal(t, 1, e.crm.MaxConcurrentPerKey(), "one request at a time per key")
 		t.Logf("%d records, %d deleted at the end; CRM %+v", len(records), deleted, e.crm.Requests())
 	})
+}
+
+// attemptLog lists a link's attempts, one a line, for a failure message.
+func attemptLog(t *testing.T, db *gorm.DB, linkID int64) string {
+	attempts, err := models.LinkAttempts(db, linkID)
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, a := range attempts {
+		fmt.Fprintf(&b, "%s %s %s HTTP %d %s %s\n", a.CreatedAt.Format("15:04:05.000"), a.Worker, a.Operation, a.HTTPCode, a.Outcome, a.Error)
+	}
+	return b.String()
 }
