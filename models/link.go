@@ -57,6 +57,10 @@ type Link struct {
 	LeaseOwner      string
 	LockedUntil     *time.Time
 	NeedsLookup     bool // an earlier attempt may have reached the provider: look up before creating
+	// DeleteUnknown: a delete of ours may have reached the provider (its
+	// outcome is unknown), so an object found missing is ours to create
+	// anew, not somebody else's deletion.
+	DeleteUnknown   bool
 	IdempotencyKey  string
 	CreatePayload   string // the create's body, frozen at its first attempt
 	LastError       string

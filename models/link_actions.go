@@ -58,7 +58,7 @@ func Recreate(db *gorm.DB, id int64, now time.Time) (*Link, error) {
 	key := fmt.Sprintf("%s-%s-create-%d", l.LocalType, l.LocalID, now.Unix())
 	res := db.Model(&Link{}).Where("id = ? AND remote_deleted_at IS NOT NULL AND status <> ?", id, StatusProcessing).
 		Updates(map[string]any{"external_id": "", "remote_deleted_at": nil, "idempotency_key": key, "needs_lookup": false,
-			"create_payload": "", "status": StatusNew, "attempts": 0, "next_attempt_at": now, "last_error": "",
+			"delete_unknown": false, "create_payload": "", "status": StatusNew, "attempts": 0, "next_attempt_at": now, "last_error": "",
 			"error_group": "", "updated_at": now})
 	if res.Error != nil {
 		return nil, res.Error

@@ -201,9 +201,12 @@ type LinkOutcome struct {
 	Attempts    int
 	NextAttempt time.Time
 	NeedsLookup bool
-	LastError   string
-	LastHTTP    int
-	Calls       []Attempt
+	// DeleteUnknown: a delete sent may have reached the provider; see
+	// Link.DeleteUnknown.
+	DeleteUnknown bool
+	LastError     string
+	LastHTTP      int
+	Calls         []Attempt
 	// Requested says the send answered a Sync now request: the finish
 	// releases its in_progress row.
 	Requested bool
@@ -278,7 +281,7 @@ func shareRecords(tx *gorm.DB, outcomes []LinkOutcome) error {
 	return nil
 }
 
-// finishChunk bounds the links written by one statement (13 parameters each).
+// finishChunk bounds the links written by one statement (14 parameters each).
 const finishChunk = 500
 
 // finishChunkLinks writes the new state of every link in one UPDATE … FROM a
@@ -289,22 +292,22 @@ const finishChunk = 500
 // worker that holds the lease may write the link's outcome.
 func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, error) {
 	// Postgres types a VALUES list from its contents; parameters have none.
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if Dialect(tx) == Postgres {
-		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::text, ?::integer, ?::text, ?::text, ?::text)"
+		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::boolean, ?::text, ?::integer, ?::text, ?::text, ?::text)"
 	}
 	var values strings.Builder
-	args := make([]any, 0, 13*len(outcomes)+1)
+	args := make([]any, 0, 14*len(outcomes)+1)
 	for i, o := range outcomes {
 		if i > 0 {
 			values.WriteString(", ")
 		}
 		values.WriteString(row)
 		args = append(args, o.Link.ID, o.Link.LeaseOwner, string(o.Status), o.ExternalID, o.PushedHash,
-			o.Attempts, o.NextAttempt, o.NeedsLookup, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent, o.NextKey)
+			o.Attempts, o.NextAttempt, o.NeedsLookup, o.DeleteUnknown, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent, o.NextKey)
 	}
 	args = append(args, now)
-	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, last_error, last_http_code, error_group, trace_parent, next_key)
+	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, delete_unknown, last_error, last_http_code, error_group, trace_parent, next_key)
 		AS (VALUES `+values.String()+`)
 		UPDATE external_map SET `+finishSet+`
 		FROM v WHERE external_map.id = v.id AND external_map.status = 'processing' AND external_map.lease_owner = v.owner`,
@@ -337,7 +340,7 @@ const finishSet = `status = CASE WHEN v.status NOT IN ('success', 'deleted') THE
 	create_payload = CASE WHEN v.status IN ('success', 'deleted') THEN '' ELSE external_map.create_payload END,
 	remote_deleted_at = CASE WHEN v.status = 'deleted' THEN NULL ELSE external_map.remote_deleted_at END,
 	idempotency_key = CASE WHEN v.next_key <> '' THEN v.next_key ELSE external_map.idempotency_key END,
-	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, last_error = v.last_error,
+	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, delete_unknown = v.delete_unknown, last_error = v.last_error,
 	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?,
 	trace_parent = CASE WHEN v.status IN ('success', 'deleted', 'failed') AND external_map.trace_parent = v.trace_parent THEN ''
 		ELSE external_map.trace_parent END`
@@ -476,15 +479,20 @@ func ExpiredLeases(db *gorm.DB, now time.Time, limit int) ([]ExpiredLease, error
 
 // ReleaseExpired returns one expired link to retry, its lost attempt logged
 // as ambiguous, so that the next attempt looks the object up before creating
-// it. It is a compare-and-set on status and lease owner: a link its worker
+// it; a lost delete of an object may have removed it (DeleteUnknown). It is
+// a compare-and-set on status and lease owner: a link its worker
 // finished after ExpiredLeases read it is left alone (false).
 func ReleaseExpired(db *gorm.DB, e ExpiredLease, attempt Attempt, now time.Time) (bool, error) {
 	released := false
 	err := db.Transaction(func(tx *gorm.DB) error {
+		release := map[string]any{"status": StatusRetry, "needs_lookup": gorm.Expr("external_id = ''"),
+			"attempts": e.Attempts + 1, "next_attempt_at": now, "lease_owner": "", "locked_until": nil,
+			"last_error": attempt.Error, "last_http_code": 0, "updated_at": now}
+		if e.RecordDeleted {
+			release["delete_unknown"] = gorm.Expr("delete_unknown OR external_id <> ''")
+		}
 		res := tx.Model(&Link{}).Where("id = ? AND status = ? AND lease_owner = ?", e.ID, StatusProcessing, e.LeaseOwner).
-			Updates(map[string]any{"status": StatusRetry, "needs_lookup": gorm.Expr("external_id = ''"),
-				"attempts": e.Attempts + 1, "next_attempt_at": now, "lease_owner": "", "locked_until": nil,
-				"last_error": attempt.Error, "last_http_code": 0, "updated_at": now})
+			Updates(release)
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}

@@ -88,7 +88,7 @@ func unchanged(tx *gorm.DB, run FixRun, f Finding, status Status) *gorm.DB {
 func recreateLink(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error) {
 	key := fmt.Sprintf("%s-%s-create-%d-r%d", f.LocalType, f.LocalID, now.Unix(), run.ID)
 	res := unchanged(tx, run, f, StatusSuccess).Where("remote_deleted_at IS NULL").Updates(map[string]any{
-		"external_id": "", "idempotency_key": key, "needs_lookup": true, "create_payload": "", "pushed_hash": "",
+		"external_id": "", "idempotency_key": key, "needs_lookup": true, "delete_unknown": false, "create_payload": "", "pushed_hash": "",
 		"status": StatusNew, "attempts": 0, "next_attempt_at": now, "last_error": "", "error_group": "", "updated_at": now})
 	return res.RowsAffected == 1, res.Error
 }
@@ -115,7 +115,7 @@ func adoptLink(tx *gorm.DB, run FixRun, f Finding, from Status, now time.Time) (
 		return false, err
 	}
 	res := unchanged(tx, run, f, from).Updates(map[string]any{
-		"external_id": f.ExternalIDs, "status": status, "pushed_hash": f.RecordHash, "needs_lookup": false,
+		"external_id": f.ExternalIDs, "status": status, "pushed_hash": f.RecordHash, "needs_lookup": false, "delete_unknown": false,
 		"create_payload": "", "attempts": 0, "next_attempt_at": now, "last_error": "", "last_http_code": 0,
 		"error_group": "", "updated_at": now})
 	if res.Error != nil || res.RowsAffected == 0 {

@@ -202,7 +202,7 @@ func pointLinkAt(tx *gorm.DB, run ReconciliationRun, r Resolution) (pointed, err
 	// A compare-and-set on what was just read: the outbox may claim it
 	// between the read and the write.
 	res := tx.Model(&Link{}).Where("id = ? AND status = ? AND updated_at = ?", l.ID, l.Status, l.UpdatedAt).Updates(map[string]any{
-		"external_id": r.ExternalID, "status": StatusNew, "attempts": 0, "next_attempt_at": r.Now, "needs_lookup": false,
+		"external_id": r.ExternalID, "status": StatusNew, "attempts": 0, "next_attempt_at": r.Now, "needs_lookup": false, "delete_unknown": false,
 		"create_payload": "", "pushed_hash": "", "last_error": "", "last_http_code": 0, "error_group": "",
 		"remote_deleted_at": nil, "updated_at": r.Now})
 	if res.Error != nil {

@@ -265,3 +265,65 @@ func TestARecordWrittenAgainAfterADeleteWhoseAnswerWasLostIsCreatedAnew(t *testi
 		require.Equal(t, []string{"deal.create", "deal.delete", "deal.update", "deal.lookup", "deal.create"}, ops)
 	})
 }
+
+// An update whose answer was lost, then the object deleted at the provider
+// by somebody else: the next update's 404 is not taken for a delete of ours.
+// Nothing is created behind the person's back; the link fails for them to
+// decide (Re-create, on its page).
+func TestAnUpdateFindingNoObjectAfterALostUpdateFailsAndCreatesNothing(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := syncedOrder(t, db)
+		first := e.link("order", "1", "crm")
+		e.crm.Script(sandbox.DropAfterCommit())
+		e.upsert("order", "1", `{"title":"Order 1","total":"12.00"}`)
+		require.NoError(t, e.eng.Drain(context.Background()))
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusRetry, l.Status, "the update's outcome is unknown")
+		require.True(t, l.NeedsLookup)
+		require.False(t, l.DeleteUnknown, "an update is not a delete")
+
+		require.True(t, e.crm.Delete(first.ExternalID), "somebody deletes the object at the provider")
+		e.upsert("order", "1", `{"title":"Order 1","total":"13.00"}`)
+		e.settle(e.eng)
+		l = e.link("order", "1", "crm")
+		require.Equal(t, models.StatusFailed, l.Status, l.LastError)
+		require.Equal(t, 404, l.LastHTTPCode)
+		require.Zero(t, e.crm.CountByKey("site_order_1"), "nothing was created")
+		var ops []string
+		for _, a := range e.attempts(l.ID) {
+			ops = append(ops, a.Operation)
+		}
+		require.Equal(t, []string{"deal.create", "deal.update", "deal.update"}, ops)
+	})
+}
+
+// A worker stops answering mid-delete, after its delete reached the
+// provider; the record is written again before the rescued delete is sent.
+// The update finds no object, and the record is created anew: the rescue
+// remembers that a delete of ours may have taken effect.
+func TestARecordWrittenAgainAfterARescuedDeleteIsCreatedAnew(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := syncedOrder(t, db)
+		first := e.link("order", "1", "crm")
+		e.remove("order", "1")
+		claimed, err := models.ClaimDue(db, "stopped-worker/1", e.clock.Now(), time.Minute, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.True(t, e.crm.Delete(first.ExternalID), "the stopped worker's delete reached the provider")
+
+		e.clock.Advance(2 * time.Minute)
+		n, err := e.eng.Rescue(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.True(t, e.link("order", "1", "crm").DeleteUnknown)
+
+		_, _, body := order(1)
+		require.True(t, e.upsert("order", "1", body).Changed)
+		e.settle(e.eng)
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.False(t, l.DeleteUnknown)
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
+		require.Equal(t, first.IdempotencyKey+"-g2", l.IdempotencyKey)
+	})
+}

@@ -55,14 +55,17 @@ func (s *sender) remove(ctx context.Context) {
 	rec.ExternalID = id
 	call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Delete(ctx, rec) })
 	s.settle(call, models.DeletedHash)
+	if call.Ambiguous {
+		s.out.DeleteUnknown = true // see recreate
+	}
 	if s.out.Status == models.StatusSuccess {
 		s.gone()
 	}
 }
 
 // recreate sends a live record whose object the update did not find, after
-// an attempt whose outcome is unknown: most likely a delete of ours whose
-// answer was lost, before the record was written again. The object is
+// a delete of ours whose outcome is unknown (its answer lost, or its worker
+// stopped mid-send), before the record was written again. The object is
 // looked up by key and updated if it is there after all; if not, it is
 // created anew, with the next idempotency key, since the old one may
 // replay the create of the object that is gone.
@@ -85,7 +88,7 @@ func (s *sender) recreate(ctx context.Context) {
 // gone finishes the link as deleted: the provider holds no object of it.
 func (s *sender) gone() {
 	s.out.Status, s.out.ExternalID, s.out.PushedHash = models.StatusDeleted, "", models.DeletedHash
-	s.out.NeedsLookup, s.out.LastError, s.out.NextAttempt = false, "", s.e.clock.Now()
+	s.out.NeedsLookup, s.out.DeleteUnknown, s.out.LastError, s.out.NextAttempt = false, false, "", s.e.clock.Now()
 	s.out.NextKey = nextKey(s.j.link.IdempotencyKey)
 }
 

@@ -280,7 +280,7 @@ func handBack(j job, now time.Time) models.LinkOutcome {
 		status = models.StatusNew
 	}
 	return models.LinkOutcome{Link: j.link, Status: status, Attempts: j.link.Attempts, NextAttempt: now,
-		NeedsLookup: j.link.NeedsLookup, LastError: j.link.LastError, LastHTTP: j.link.LastHTTPCode}
+		NeedsLookup: j.link.NeedsLookup, DeleteUnknown: j.link.DeleteUnknown, LastError: j.link.LastError, LastHTTP: j.link.LastHTTPCode}
 }
 
 // writeLoop writes outcomes in batches: those that arrive within

@@ -27,7 +27,8 @@ type job struct {
 // — and decides its outcome. It never panics: a connector panic fails the attempt.
 func (e *Engine) send(ctx context.Context, j job) (out models.LinkOutcome) {
 	svc, ok := e.services[j.link.ExternalService]
-	out = models.LinkOutcome{Link: j.link, Attempts: j.link.Attempts, NeedsLookup: j.link.NeedsLookup, Requested: j.requested}
+	out = models.LinkOutcome{Link: j.link, Attempts: j.link.Attempts, NeedsLookup: j.link.NeedsLookup, DeleteUnknown: j.link.DeleteUnknown,
+		Requested: j.requested}
 	if _, routed := svc.Config.Objects[j.link.LocalType]; !ok || !routed {
 		out.Status, out.LastError = models.StatusFailed, fmt.Sprintf("%s is no longer routed to %s in the configuration", j.link.LocalType, j.link.ExternalService)
 		return out
@@ -75,7 +76,10 @@ func (s *sender) run(ctx context.Context) {
 	}
 	if l.ExternalID != "" {
 		call := s.call(ctx, func(ctx context.Context) connector.Call { return conn.Update(ctx, s.record(s.j.payload)) })
-		if call.HTTPCode == http.StatusNotFound && l.NeedsLookup && conn.CanLookup(l.LocalType) {
+		// Missing after a delete of ours whose outcome is unknown: most
+		// likely that delete took effect. Otherwise somebody else deleted
+		// the object, and the 404 fails the link for a person to decide.
+		if call.HTTPCode == http.StatusNotFound && l.DeleteUnknown && conn.CanLookup(l.LocalType) {
 			s.recreate(ctx)
 			return
 		}
@@ -253,7 +257,7 @@ func (s *sender) settle(c connector.Call, pushed string) {
 	switch {
 	case c.Class == connector.OK:
 		s.out.Status, s.out.ExternalID, s.out.PushedHash = models.StatusSuccess, c.ExternalID, pushed
-		s.out.NeedsLookup, s.out.LastError, s.out.NextAttempt = false, "", now
+		s.out.NeedsLookup, s.out.DeleteUnknown, s.out.LastError, s.out.NextAttempt = false, false, "", now
 	case c.Class == connector.Permanent:
 		s.out.Status, s.out.NextAttempt = models.StatusFailed, now
 		if s.out.LastError == "" {
