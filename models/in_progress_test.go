@@ -29,6 +29,17 @@ func queueOrders(t *testing.T, db *gorm.DB, n int, now time.Time) []models.Link 
 	return links
 }
 
+// succeeded is the outcome of a successful push of each claimed link, as
+// the engine writes it: a request the claim saw is answered.
+func succeeded(claimed []models.ClaimedLink, now time.Time) []models.LinkOutcome {
+	out := make([]models.LinkOutcome, len(claimed))
+	for i, c := range claimed {
+		out[i] = models.LinkOutcome{Link: c.Link, Status: models.StatusSuccess, ExternalID: "d" + c.LocalID,
+			PushedHash: c.ContentHash, NextAttempt: now, Requested: c.Requested}
+	}
+	return out
+}
+
 func inProgressRows(t *testing.T, db *gorm.DB) int64 {
 	t.Helper()
 	var n int64
@@ -90,11 +101,7 @@ func TestASyncNowRequestIsReleasedByTheFinishOfItsSend(t *testing.T) {
 		claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
 		require.NoError(t, err)
 		require.Len(t, claimed, 2)
-		done := make([]models.LinkOutcome, len(claimed))
-		for i, c := range claimed {
-			done[i] = models.LinkOutcome{Link: c.Link, Status: models.StatusSuccess, ExternalID: "d" + c.LocalID, PushedHash: c.ContentHash, NextAttempt: now}
-		}
-		_, err = models.FinishLinks(db, done, now)
+		_, err = models.FinishLinks(db, succeeded(claimed, now), now)
 		require.NoError(t, err)
 
 		asked := now.Add(time.Second)
@@ -113,8 +120,7 @@ func TestASyncNowRequestIsReleasedByTheFinishOfItsSend(t *testing.T) {
 		require.Equal(t, "ana", rows[0].StartedBy)
 		require.Equal(t, "w/2", rows[0].Holder)
 
-		_, err = models.FinishLinks(db, []models.LinkOutcome{{Link: claimed[0].Link, Status: models.StatusSuccess, ExternalID: "d1",
-			PushedHash: claimed[0].ContentHash, NextAttempt: asked, Requested: true}}, asked)
+		_, err = models.FinishLinks(db, succeeded(claimed, asked), asked)
 		require.NoError(t, err)
 		require.Zero(t, inProgressRows(t, db), "the finish must release the request it answered")
 		_, err = models.RequestSync(db, links[0].ID, "bo", asked.Add(time.Second), time.Minute, "")
@@ -163,16 +169,15 @@ func TestSyncNowRacingClaimsLeavesNoRequestBehind(t *testing.T) {
 		}
 		wg.Wait()
 		seen := map[int64]bool{}
-		var outcomes []models.LinkOutcome
+		var all []models.ClaimedLink
 		for _, c := range claims {
 			for _, l := range c {
 				require.False(t, seen[l.ID], "link %d claimed twice", l.ID)
 				seen[l.ID] = true
-				outcomes = append(outcomes, models.LinkOutcome{Link: l.Link, Status: models.StatusSuccess, ExternalID: "d" + l.LocalID,
-					PushedHash: l.ContentHash, NextAttempt: now, Requested: l.Requested})
 			}
+			all = append(all, c...)
 		}
-		_, err := models.FinishLinks(db, outcomes, now)
+		_, err := models.FinishLinks(db, succeeded(all, now), now)
 		require.NoError(t, err)
 		// What is still asked for is claimed and finished in turn.
 		for {
@@ -181,12 +186,7 @@ func TestSyncNowRacingClaimsLeavesNoRequestBehind(t *testing.T) {
 			if len(c) == 0 {
 				break
 			}
-			outcomes = outcomes[:0]
-			for _, l := range c {
-				outcomes = append(outcomes, models.LinkOutcome{Link: l.Link, Status: models.StatusSuccess, ExternalID: "d" + l.LocalID,
-					PushedHash: l.ContentHash, NextAttempt: now, Requested: l.Requested})
-			}
-			_, err = models.FinishLinks(db, outcomes, now)
+			_, err = models.FinishLinks(db, succeeded(c, now), now)
 			require.NoError(t, err)
 		}
 		require.Positive(t, accepted+refused)
