@@ -119,6 +119,10 @@ func TestASyncNowRequestIsReleasedByTheFinishOfItsSend(t *testing.T) {
 		require.EqualValues(t, 1, n, "one sync under way, not a request and a send")
 		require.Equal(t, "ana", rows[0].StartedBy)
 		require.Equal(t, "w/2", rows[0].Holder)
+		_, err = models.RequestSync(db, links[0].ID, "bo", asked.Add(time.Second), time.Minute, "")
+		var busy *models.InProgressError
+		require.ErrorAs(t, err, &busy)
+		require.Equal(t, "ana", busy.Row.StartedBy, "a second ask is told who asked for the send under way")
 
 		_, err = models.FinishLinks(db, succeeded(claimed, asked), asked)
 		require.NoError(t, err)

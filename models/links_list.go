@@ -75,7 +75,7 @@ func InProgressOfLinks(db *gorm.DB, links []Link, now time.Time) (map[int64]InPr
 		keys[i] = []any{l.ExternalService, l.LocalType, l.LocalID}
 		k := [3]string{l.ExternalService, l.LocalType, l.LocalID}
 		byKey[k] = append(byKey[k], l.ID)
-		if row, sending := l.sending(now); sending {
+		if row, sending := l.sendingRow(now); sending {
 			out[l.ID] = row
 		}
 	}

@@ -398,8 +398,8 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 		if link, err = LinkByID(tx, linkID); err != nil {
 			return err
 		}
-		if row, sending := link.sending(now); sending {
-			return &InProgressError{Row: row}
+		if row, sending, err := link.sending(tx, now); err != nil || sending {
+			return cmp.Or(err, error(&InProgressError{Row: row}))
 		}
 		row := InProgress{ExternalService: link.ExternalService, LocalType: link.LocalType, LocalID: link.LocalID,
 			Holder: RequestHolder, StartedBy: who, StartedAt: now, ExpiresAt: now.Add(hold)}
@@ -432,8 +432,9 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 		if link, err = LinkByID(tx, linkID); err != nil {
 			return err
 		}
-		if row, sending := link.sending(now); sending {
-			// The claim did not see this request: it is already answered.
+		if row, sending := link.sendingRow(now); sending {
+			// The claim did not see this request (nor any other: this one
+			// took the row), and the send it started is already under way.
 			return &InProgressError{Row: row}
 		}
 		return nil
@@ -442,8 +443,28 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 }
 
 // sending reports whether the link is being sent under a lease that has not
-// run out, as the in_progress row a Sync now request would have made.
-func (l *Link) sending(now time.Time) (InProgress, bool) {
+// run out, with who started that send: the person whose Sync now request it
+// answers, or else the scheduler.
+func (l *Link) sending(tx *gorm.DB, now time.Time) (InProgress, bool, error) {
+	row, ok := l.sendingRow(now)
+	if !ok {
+		return row, false, nil
+	}
+	var asked []InProgress
+	err := tx.Where("external_service = ? AND local_type = ? AND local_id = ? AND holder = ? AND expires_at > ?",
+		l.ExternalService, l.LocalType, l.LocalID, RequestHolder, now).Limit(1).Find(&asked).Error
+	if err != nil {
+		return row, false, fmt.Errorf("read in-progress row: %w", err)
+	}
+	if len(asked) == 1 {
+		row.StartedBy, row.StartedAt = asked[0].StartedBy, asked[0].StartedAt
+	}
+	return row, true, nil
+}
+
+// sendingRow is a link being sent under a lease that has not run out, as
+// the in_progress row of a send the scheduler started.
+func (l *Link) sendingRow(now time.Time) (InProgress, bool) {
 	if l.Status != StatusProcessing || l.LockedUntil == nil || !l.LockedUntil.After(now) {
 		return InProgress{}, false
 	}
