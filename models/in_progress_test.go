@@ -231,3 +231,53 @@ func TestASyncNowOvertakenByAClaimIsRefused(t *testing.T) {
 	require.False(t, claimed[0].Requested)
 	require.Zero(t, inProgressRows(t, db), "the request the claim never saw was left behind")
 }
+
+// A link whose worker's lease ran out is still its worker's until the
+// rescuer hands it back: a late finish would end it with a send older than
+// any request, so a Sync now is refused until then. A request made after the
+// rescue is not released by that worker's late finish: the next send
+// answers it.
+func TestASyncNowIsAnsweredByASendClaimedAfterIt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+		links := queueOrders(t, db, 1, now)
+		_, err := models.RequestSync(db, links[0].ID, "ana", now, time.Minute, "")
+		require.NoError(t, err)
+		claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.True(t, claimed[0].Requested)
+
+		late := now.Add(2 * time.Minute) // the lease has run out; not rescued yet
+		_, err = models.RequestSync(db, links[0].ID, "bo", late, time.Minute, "")
+		var busy *models.InProgressError
+		require.ErrorAs(t, err, &busy, "the link is still its worker's")
+		require.Equal(t, "ana", busy.Row.StartedBy)
+
+		expired, err := models.ExpiredLeases(db, late, 10)
+		require.NoError(t, err)
+		require.Len(t, expired, 1)
+		released, err := models.ReleaseExpired(db, expired[0], models.Attempt{LinkID: links[0].ID, Operation: "deal.create",
+			Outcome: models.OutcomeAmbiguous, Error: "worker stopped", CreatedAt: late}, late)
+		require.NoError(t, err)
+		require.True(t, released)
+		_, err = models.RequestSync(db, links[0].ID, "bo", late, time.Minute, "")
+		require.NoError(t, err, "handed back, the link takes a new request")
+
+		stale, err := models.FinishLinks(db, succeeded(claimed, late), late) // w/1's late finish
+		require.NoError(t, err)
+		require.Equal(t, 1, stale)
+		var rows []models.InProgress
+		require.NoError(t, db.Find(&rows).Error)
+		require.Len(t, rows, 1, "bo's request waits for the send that answers it")
+		require.Equal(t, "bo", rows[0].StartedBy)
+
+		claimed, err = models.ClaimDue(db, "w/2", late, time.Minute, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.True(t, claimed[0].Requested)
+		_, err = models.FinishLinks(db, succeeded(claimed, late), late)
+		require.NoError(t, err)
+		require.Zero(t, inProgressRows(t, db))
+	})
+}

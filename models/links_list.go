@@ -75,8 +75,8 @@ func InProgressOfLinks(db *gorm.DB, links []Link, now time.Time) (map[int64]InPr
 		keys[i] = []any{l.ExternalService, l.LocalType, l.LocalID}
 		k := [3]string{l.ExternalService, l.LocalType, l.LocalID}
 		byKey[k] = append(byKey[k], l.ID)
-		if row, sending := l.sendingRow(now); sending {
-			out[l.ID] = row
+		if l.sendingAt(now) {
+			out[l.ID] = l.sendRow()
 		}
 	}
 	var rows []InProgress

@@ -130,7 +130,10 @@ func claimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, lim
 		if err := tx.Raw(q, args...).Scan(&claimed).Error; err != nil {
 			return fmt.Errorf("claim due links: %w", err)
 		}
-		return nil
+		if len(claimed) == 0 {
+			return nil
+		}
+		return markRequested(tx, claimed)
 	})
 	return claimed, err
 }
@@ -143,12 +146,12 @@ func claimPostgres(filter string) string {
 	return `UPDATE external_map m SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?,
 		create_payload = CASE WHEN m.external_id = '' AND m.create_payload = '' THEN c.payload ELSE m.create_payload END
 	FROM (SELECT d.id, COALESCE(r.payload, '') AS payload, COALESCE(r.content_hash, '') AS content_hash,
-			r.deleted_at IS NOT NULL AS record_deleted, ` + requestedSQL("d") + ` AS requested
-		FROM (` + dueSQL(Postgres, "id, external_service, local_type, local_id") + filter + `
+			r.deleted_at IS NOT NULL AS record_deleted
+		FROM (` + dueSQL(Postgres, "id, local_type, local_id") + filter + `
 			ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) d
 		LEFT JOIN records r ON r.local_type = d.local_type AND r.local_id = d.local_id) c
 	WHERE m.id = c.id
-	RETURNING m.*, c.payload, c.content_hash, c.record_deleted, c.requested`
+	RETURNING m.*, c.payload, c.content_hash, c.record_deleted`
 }
 
 // claimSQLite is the claim on SQLite, whose one write lock keeps claimers
@@ -164,14 +167,36 @@ func claimSQLite(filter string) string {
 			THEN ` + record("r.payload", "''") + ` ELSE external_map.create_payload END
 		WHERE id IN (` + dueSQL(SQLite, "id") + filter + ` ORDER BY next_attempt_at LIMIT ?)
 		RETURNING *, ` + record("r.payload", "''") + ` AS payload, ` + record("r.content_hash", "''") + ` AS content_hash, ` +
-		record("r.deleted_at IS NOT NULL", "false") + ` AS record_deleted, ` + requestedSQL("external_map") + ` AS requested`
+		record("r.deleted_at IS NOT NULL", "false") + ` AS record_deleted`
 }
 
-// requestedSQL tells whether a Sync now request row stands for the link
-// named link in the query.
-func requestedSQL(link string) string {
-	return `EXISTS (SELECT 1 FROM in_progress ip WHERE ip.external_service = ` + link + `.external_service
-		AND ip.local_type = ` + link + `.local_type AND ip.local_id = ` + link + `.local_id AND ip.holder = '` + RequestHolder + `')`
+// markRequested sets Requested on the claimed links a Sync now request
+// stands for. It is a statement of its own, after the claim's: on Postgres
+// the claim reads with the snapshot it started with, and a request that
+// committed while it waited for a link's lock would be missed there. A
+// request not committed yet is refused instead: its update of the link
+// waits for this claim, then finds the link being sent.
+func markRequested(tx *gorm.DB, claimed []ClaimedLink) error {
+	keys := make([][]any, len(claimed))
+	for i, l := range claimed {
+		keys[i] = []any{l.ExternalService, l.LocalType, l.LocalID}
+	}
+	var asked []InProgress
+	for chunk := range slices.Chunk(keys, linkChunk) {
+		var rows []InProgress
+		if err := tx.Where("holder = ? AND (external_service, local_type, local_id) IN ?", RequestHolder, chunk).Find(&rows).Error; err != nil {
+			return fmt.Errorf("read the Sync now requests of %d claimed links: %w", len(chunk), err)
+		}
+		asked = append(asked, rows...)
+	}
+	for _, r := range asked {
+		for i := range claimed {
+			if l := &claimed[i]; l.ExternalService == r.ExternalService && l.LocalType == r.LocalType && l.LocalID == r.LocalID {
+				l.Requested = true
+			}
+		}
+	}
+	return nil
 }
 
 // RequestHolder holds the in_progress row of a Sync now request.
@@ -353,19 +378,24 @@ func errorGroupOf(o LinkOutcome) string {
 	return ErrorGroup(o.Link.ExternalService, o.LastHTTP, o.LastError)
 }
 
-// releaseInProgress deletes the Sync now requests that outcomes answered.
-// Most outcomes answered none, and cost no statement.
+// releaseInProgress deletes the Sync now requests that outcomes answered:
+// those made before the claim of their send (the link's updated_at as
+// claimed). A request made later, after a rescue handed the link back, waits
+// for the send that answers it. Most outcomes answered none, and cost no
+// statement.
 func releaseInProgress(tx *gorm.DB, outcomes []LinkOutcome) error {
-	var keys [][]any
+	var conds []string
+	var args []any
 	for _, o := range outcomes {
 		if o.Requested {
-			keys = append(keys, []any{o.Link.ExternalService, o.Link.LocalType, o.Link.LocalID})
+			conds = append(conds, "(external_service = ? AND local_type = ? AND local_id = ? AND started_at <= ?)")
+			args = append(args, o.Link.ExternalService, o.Link.LocalType, o.Link.LocalID, o.Link.UpdatedAt)
 		}
 	}
-	if len(keys) == 0 {
+	if len(conds) == 0 {
 		return nil
 	}
-	return tx.Where("holder = ? AND (external_service, local_type, local_id) IN ?", RequestHolder, keys).Delete(&InProgress{}).Error
+	return tx.Where("holder = ? AND ("+strings.Join(conds, " OR ")+")", append([]any{RequestHolder}, args...)...).Delete(&InProgress{}).Error
 }
 
 // ErrInProgress means a sync of the same (service, type, id) is already
@@ -384,13 +414,14 @@ func (e *InProgressError) Unwrap() error { return ErrInProgress }
 
 // RequestSync records who asked for a sync of a link, in the in_progress
 // row of its (service, type, id), and makes the link due now. A sync already
-// under way wins: a request row still held, or the link being sent under a
-// lease that has not run out (a claim writes no row: see ClaimDue). The
-// request then changes nothing and gets an *InProgressError. An expired row
-// is taken over. The insert's conflict on the primary key decides races
-// between requests; the link's status decides a race with a claim.
-// traceParent is the request's W3C traceparent ("" for none), which the
-// send's spans join.
+// under way wins: a request row still held, or the link being sent (a claim
+// writes no row: see ClaimDue), even under a lease that has run out, until
+// the rescuer hands it back: the late finish of its worker would otherwise
+// end the link with a send older than the request. The request then changes
+// nothing and gets an *InProgressError. An expired row is taken over. The
+// insert's conflict on the primary key decides races between requests; the
+// link's status decides a race with a claim. traceParent is the request's
+// W3C traceparent ("" for none), which the send's spans join.
 func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time.Duration, traceParent string) (*Link, error) {
 	var link *Link
 	err := db.Transaction(func(tx *gorm.DB) error {
@@ -398,8 +429,8 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 		if link, err = LinkByID(tx, linkID); err != nil {
 			return err
 		}
-		if row, sending, err := link.sending(tx, now); err != nil || sending {
-			return cmp.Or(err, error(&InProgressError{Row: row}))
+		if link.Status == StatusProcessing {
+			return link.underWay(tx)
 		}
 		row := InProgress{ExternalService: link.ExternalService, LocalType: link.LocalType, LocalID: link.LocalID,
 			Holder: RequestHolder, StartedBy: who, StartedAt: now, ExpiresAt: now.Add(hold)}
@@ -419,9 +450,6 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 			}
 			return &InProgressError{Row: held}
 		}
-		// A link being sent is left to its worker: its lease expired (the
-		// rescuer hands it back, and the next claim answers this request),
-		// or a claim took it since it was read above.
 		res = tx.Model(&Link{}).Where("id = ? AND status <> ?", link.ID, StatusProcessing).Updates(map[string]any{
 			"status": StatusNew, "next_attempt_at": now, "updated_at": now, "trace_parent": traceParent,
 			"attempts": gorm.Expr("CASE WHEN status = ? THEN 0 ELSE attempts END", StatusFailed),
@@ -429,47 +457,49 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 		if res.Error != nil || res.RowsAffected == 1 {
 			return res.Error
 		}
+		// A claim took the link since it was read above, and did not see
+		// this request (nor any other: this one took the row); the send it
+		// started is under way.
 		if link, err = LinkByID(tx, linkID); err != nil {
 			return err
 		}
-		if row, sending := link.sendingRow(now); sending {
-			// The claim did not see this request (nor any other: this one
-			// took the row), and the send it started is already under way.
-			return &InProgressError{Row: row}
-		}
-		return nil
+		return &InProgressError{Row: link.sendRow()}
 	})
 	return link, err
 }
 
-// sending reports whether the link is being sent under a lease that has not
-// run out, with who started that send: the person whose Sync now request it
-// answers, or else the scheduler.
-func (l *Link) sending(tx *gorm.DB, now time.Time) (InProgress, bool, error) {
-	row, ok := l.sendingRow(now)
-	if !ok {
-		return row, false, nil
-	}
+// underWay is the refusal of a Sync now of a link being sent: it names who
+// asked for that send, or else the scheduler.
+func (l *Link) underWay(tx *gorm.DB) error {
+	row := l.sendRow()
 	var asked []InProgress
-	err := tx.Where("external_service = ? AND local_type = ? AND local_id = ? AND holder = ? AND expires_at > ?",
-		l.ExternalService, l.LocalType, l.LocalID, RequestHolder, now).Limit(1).Find(&asked).Error
+	err := tx.Where("external_service = ? AND local_type = ? AND local_id = ? AND holder = ?",
+		l.ExternalService, l.LocalType, l.LocalID, RequestHolder).Limit(1).Find(&asked).Error
 	if err != nil {
-		return row, false, fmt.Errorf("read in-progress row: %w", err)
+		return fmt.Errorf("read in-progress row: %w", err)
 	}
 	if len(asked) == 1 {
 		row.StartedBy, row.StartedAt = asked[0].StartedBy, asked[0].StartedAt
 	}
-	return row, true, nil
+	return &InProgressError{Row: row}
 }
 
-// sendingRow is a link being sent under a lease that has not run out, as
-// the in_progress row of a send the scheduler started.
-func (l *Link) sendingRow(now time.Time) (InProgress, bool) {
-	if l.Status != StatusProcessing || l.LockedUntil == nil || !l.LockedUntil.After(now) {
-		return InProgress{}, false
+// sendRow is a link being sent, as the in_progress row of a send the
+// scheduler started: since its claim, held by its worker until its lease
+// runs out.
+func (l *Link) sendRow() InProgress {
+	row := InProgress{ExternalService: l.ExternalService, LocalType: l.LocalType, LocalID: l.LocalID, Holder: l.LeaseOwner,
+		StartedBy: SchedulerStarter, StartedAt: l.UpdatedAt}
+	if l.LockedUntil != nil {
+		row.ExpiresAt = *l.LockedUntil
 	}
-	return InProgress{ExternalService: l.ExternalService, LocalType: l.LocalType, LocalID: l.LocalID, Holder: l.LeaseOwner,
-		StartedBy: SchedulerStarter, StartedAt: l.UpdatedAt, ExpiresAt: *l.LockedUntil}, true
+	return row
+}
+
+// sendingAt reports whether the link is being sent under a lease that has
+// not run out at now.
+func (l *Link) sendingAt(now time.Time) bool {
+	return l.Status == StatusProcessing && l.LockedUntil != nil && l.LockedUntil.After(now)
 }
 
 // SchedulerStarter is who started a sync that nobody asked for.

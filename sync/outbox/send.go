@@ -270,6 +270,7 @@ func (s *sender) settle(c connector.Call, pushed string) {
 		// engine gets at least one more.
 		s.out.NeedsLookup = s.out.NeedsLookup || c.Ambiguous
 		s.out.Status, s.out.NextAttempt = models.StatusRetry, now
+		s.out.Requested = false // a Sync now waits for the send that is not cut short
 	case s.uncharged:
 		// The pause holds the link back, and when the service resumes it
 		// goes out with its attempts intact. The backoff of a first retry
