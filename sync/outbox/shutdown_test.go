@@ -146,3 +146,30 @@ func TestOurOwnStopDoesNotUseUpALinksAttempts(t *testing.T) {
 		require.Contains(t, l.LastError, "syncdesk was stopping")
 	})
 }
+
+// A Sync now whose send our own stop cuts short is not answered by it: the
+// request stays, and the link goes again, for the next send to answer it.
+func TestASyncNowWhoseSendAStopCutsShortStaysAsked(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.upsert(order(1))
+		e.settle(e.eng)
+		l := e.link("order", "1", "crm")
+		e.crm.SetOptions(sandbox.Options{Latency: 10 * time.Second})
+		_, err := e.eng.SyncNow(context.Background(), l.ID, "ana")
+		require.NoError(t, err)
+
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.eng.Run(ctx, 10*time.Millisecond) }()
+		waitForSends(t, e.crm, 2) // the create, then the update asked for, in flight
+		stop()
+		require.NoError(t, <-done)
+
+		require.Equal(t, models.StatusRetry, e.link("order", "1", "crm").Status, "cut short, the link goes again")
+		var rows []models.InProgress
+		require.NoError(t, db.Find(&rows).Error)
+		require.Len(t, rows, 1, "ana's request waits for a send that is not cut short")
+		require.Equal(t, "ana", rows[0].StartedBy)
+	})
+}
