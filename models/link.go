@@ -126,6 +126,27 @@ type InProgress struct {
 // TableName is the in_progress table.
 func (InProgress) TableName() string { return "in_progress" }
 
+// progressKey is the (service, type, id) an in_progress row stands for: a
+// link's, whichever of its records' links it is.
+type progressKey [3]string
+
+func (l *Link) progressKey() progressKey {
+	return progressKey{l.ExternalService, l.LocalType, l.LocalID}
+}
+
+func (r *InProgress) progressKey() progressKey {
+	return progressKey{r.ExternalService, r.LocalType, r.LocalID}
+}
+
+// requestsOf selects the Sync now requests of keys, expired or not.
+func requestsOf(tx *gorm.DB, keys []progressKey) *gorm.DB {
+	in := make([][]any, len(keys))
+	for i, k := range keys {
+		in[i] = []any{k[0], k[1], k[2]}
+	}
+	return tx.Where("holder = ? AND (external_service, local_type, local_id) IN ?", RequestHolder, in)
+}
+
 // ProcessedEvent is an accepted webhook.
 type ProcessedEvent struct {
 	Provider        string `gorm:"primaryKey"`

@@ -69,23 +69,21 @@ func InProgressOfLinks(db *gorm.DB, links []Link, now time.Time) (map[int64]InPr
 	if len(links) == 0 {
 		return out, nil
 	}
-	keys := make([][]any, len(links))
-	byKey := map[[3]string][]int64{}
+	keys := make([]progressKey, len(links))
+	byKey := map[progressKey][]int64{}
 	for i, l := range links {
-		keys[i] = []any{l.ExternalService, l.LocalType, l.LocalID}
-		k := [3]string{l.ExternalService, l.LocalType, l.LocalID}
-		byKey[k] = append(byKey[k], l.ID)
+		keys[i] = l.progressKey()
+		byKey[keys[i]] = append(byKey[keys[i]], l.ID)
 		if l.sendingAt(now) {
 			out[l.ID] = l.sendRow()
 		}
 	}
 	var rows []InProgress
-	if err := db.Where("holder = ? AND expires_at > ? AND (external_service, local_type, local_id) IN ?", RequestHolder, now, keys).
-		Find(&rows).Error; err != nil {
+	if err := requestsOf(db, keys).Where("expires_at > ?", now).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
-		for _, id := range byKey[[3]string{r.ExternalService, r.LocalType, r.LocalID}] {
+		for _, id := range byKey[r.progressKey()] {
 			out[id] = r
 		}
 	}

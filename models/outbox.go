@@ -177,24 +177,22 @@ func claimSQLite(filter string) string {
 // request not committed yet is refused instead: its update of the link
 // waits for this claim, then finds the link being sent.
 func markRequested(tx *gorm.DB, claimed []ClaimedLink) error {
-	keys := make([][]any, len(claimed))
-	for i, l := range claimed {
-		keys[i] = []any{l.ExternalService, l.LocalType, l.LocalID}
+	keys := make([]progressKey, len(claimed))
+	for i := range claimed {
+		keys[i] = claimed[i].progressKey()
 	}
-	var asked []InProgress
+	asked := map[progressKey]bool{}
 	for chunk := range slices.Chunk(keys, linkChunk) {
 		var rows []InProgress
-		if err := tx.Where("holder = ? AND (external_service, local_type, local_id) IN ?", RequestHolder, chunk).Find(&rows).Error; err != nil {
+		if err := requestsOf(tx, chunk).Find(&rows).Error; err != nil {
 			return fmt.Errorf("read the Sync now requests of %d claimed links: %w", len(chunk), err)
 		}
-		asked = append(asked, rows...)
-	}
-	for _, r := range asked {
-		for i := range claimed {
-			if l := &claimed[i]; l.ExternalService == r.ExternalService && l.LocalType == r.LocalType && l.LocalID == r.LocalID {
-				l.Requested = true
-			}
+		for _, r := range rows {
+			asked[r.progressKey()] = true
 		}
+	}
+	for i := range claimed {
+		claimed[i].Requested = asked[keys[i]]
 	}
 	return nil
 }
@@ -473,9 +471,7 @@ func RequestSync(db *gorm.DB, linkID int64, who string, now time.Time, hold time
 func (l *Link) underWay(tx *gorm.DB) error {
 	row := l.sendRow()
 	var asked []InProgress
-	err := tx.Where("external_service = ? AND local_type = ? AND local_id = ? AND holder = ?",
-		l.ExternalService, l.LocalType, l.LocalID, RequestHolder).Limit(1).Find(&asked).Error
-	if err != nil {
+	if err := requestsOf(tx, []progressKey{l.progressKey()}).Limit(1).Find(&asked).Error; err != nil {
 		return fmt.Errorf("read in-progress row: %w", err)
 	}
 	if len(asked) == 1 {
