@@ -95,9 +95,14 @@ func survivesStops(t *testing.T, v string, db *gorm.DB, b biz) {
 // database's driver and its DSN, separated by spaces.
 const envChild = "SYNCDESK_TEST_SOURCE_CHILD"
 
+// childReading is what the child prints once its source is open.
+const childReading = "the child reader is reading"
+
 // killChild starts a reader in a child process (this test binary, running
 // TestSourceChildReader), and kills it with SIGKILL, wherever it is, at a
-// random moment up to 50 ms after done says so.
+// random moment up to 50 ms after done says so — but not before the child
+// has opened its source: on a loaded machine the writers can reach done
+// before the child has started, and killing it then stops no reader.
 func killChild(t *testing.T, v string, b biz, done func() bool, rnd *rand.Rand) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSourceChildReader$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envChild+"="+v+" "+b.driver+" "+b.dsn)
@@ -105,6 +110,10 @@ func killChild(t *testing.T, v string, b biz, done func() bool, rnd *rand.Rand) 
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), childReading) {
+		require.True(t, time.Now().Before(deadline), "the child did not open the source:\n%s", out.String())
+		time.Sleep(5 * time.Millisecond)
+	}
 	for !done() && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -127,6 +136,7 @@ func TestSourceChildReader(t *testing.T) {
 	b := biz{driver: parts[1], dsn: parts[2]}
 	cfg := b.outboxSource()
 	s := newWorld(t, db, nil).source(t, cfg)
+	fmt.Println(childReading)
 	for {
 		if err := s.Drain(context.Background()); err != nil {
 			t.Logf("drain: %v", err)
