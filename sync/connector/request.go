@@ -1,11 +1,14 @@
 package connector
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/mapping"
@@ -102,15 +105,46 @@ func vars(rec Record) mapping.Vars {
 	return mapping.Vars{Key: rec.Key, LocalID: rec.LocalID, LocalType: rec.LocalType, ExternalID: rec.ExternalID}
 }
 
-// withKey adds our external key to the payload under field.
+// withKey adds our external key to the payload under field, or sets it
+// there. A stored payload is canonical JSON (compact, keys sorted:
+// models.CanonicalPayload), so the key is spliced into its bytes at its
+// sorted place rather than the payload decoded into a map and encoded
+// again: the body comes out byte for byte as that round trip made it, for
+// the price of a scan. gjson walks the top level without decoding values.
 func withKey(payload []byte, field, key string) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &m); err != nil || m == nil {
+	obj := gjson.ParseBytes(payload)
+	if !obj.IsObject() || !gjson.ValidBytes(payload) {
 		return nil, fmt.Errorf("the stored payload is not a JSON object")
 	}
+	f, _ := json.Marshal(field) // escaped as the encoder escapes map keys
 	k, _ := json.Marshal(key)
-	m[field] = k
-	return json.Marshal(m)
+	member := append(append(f, ':'), k...)
+	// Replace payload[from:to] with the member, or insert it at from.
+	from, to, members := -1, -1, 0
+	obj.ForEach(func(name, value gjson.Result) bool {
+		members++
+		switch c := strings.Compare(name.Str, field); {
+		case c == 0:
+			from, to = name.Index, value.Index+len(value.Raw)
+			return false
+		case c > 0:
+			from, to = name.Index, name.Index
+			member = append(member, ',')
+			return false
+		}
+		return true
+	})
+	if from < 0 { // every key sorts before ours, or there is none: last
+		from = bytes.LastIndexByte(payload, '}')
+		to = from
+		if members > 0 {
+			member = append([]byte{','}, member...)
+		}
+	}
+	out := make([]byte, 0, len(payload)-(to-from)+len(member))
+	out = append(out, payload[:from]...)
+	out = append(out, member...)
+	return append(out, payload[to:]...), nil
 }
 
 // fill substitutes {name} in a path template, escaping each value for where
