@@ -56,7 +56,10 @@ type Link struct {
 	NextAttemptAt   time.Time
 	LeaseOwner      string
 	LockedUntil     *time.Time
-	NeedsLookup     bool // an earlier attempt may have reached the provider: look up before creating
+	// LeaseDeletes: the send under the lease is a delete (the record was
+	// deleted when the link was claimed); a rescue hands the link back by it.
+	LeaseDeletes bool
+	NeedsLookup  bool // an earlier attempt may have reached the provider: look up before creating
 	// DeleteUnknown: a delete of ours may have reached the provider (its
 	// outcome is unknown), so an object found missing is ours to create
 	// anew, not somebody else's deletion.

@@ -144,7 +144,8 @@ func claimDue(db *gorm.DB, owner string, now time.Time, lease time.Duration, lim
 // and returns each link with what the send needs of its record.
 func claimPostgres(filter string) string {
 	return `UPDATE external_map m SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?,
-		create_payload = CASE WHEN m.external_id = '' AND m.create_payload = '' THEN c.payload ELSE m.create_payload END
+		create_payload = CASE WHEN m.external_id = '' AND m.create_payload = '' THEN c.payload ELSE m.create_payload END,
+		lease_deletes = c.record_deleted
 	FROM (SELECT d.id, COALESCE(r.payload, '') AS payload, COALESCE(r.content_hash, '') AS content_hash,
 			r.deleted_at IS NOT NULL AS record_deleted
 		FROM (` + dueSQL(Postgres, "id, local_type, local_id") + filter + `
@@ -164,10 +165,11 @@ func claimSQLite(filter string) string {
 	}
 	return `UPDATE external_map SET status = ?, lease_owner = ?, locked_until = ?, updated_at = ?,
 		create_payload = CASE WHEN external_map.external_id = '' AND external_map.create_payload = ''
-			THEN ` + record("r.payload", "''") + ` ELSE external_map.create_payload END
+			THEN ` + record("r.payload", "''") + ` ELSE external_map.create_payload END,
+		lease_deletes = ` + record("r.deleted_at IS NOT NULL", "false") + `
 		WHERE id IN (` + dueSQL(SQLite, "id") + filter + ` ORDER BY next_attempt_at LIMIT ?)
-		RETURNING *, ` + record("r.payload", "''") + ` AS payload, ` + record("r.content_hash", "''") + ` AS content_hash, ` +
-		record("r.deleted_at IS NOT NULL", "false") + ` AS record_deleted`
+		RETURNING *, ` + record("r.payload", "''") + ` AS payload, ` + record("r.content_hash", "''") + ` AS content_hash,
+			lease_deletes AS record_deleted`
 }
 
 // markRequested sets Requested on the claimed links a Sync now request
@@ -511,15 +513,14 @@ type ExpiredLease struct {
 	LocalType       string
 	LocalID         string
 	IdempotencyKey  string
-	RecordDeleted   bool // the send under way was a delete
+	RecordDeleted   bool // the send under way was a delete (Link.LeaseDeletes)
 }
 
 // ExpiredLeases lists up to limit links whose lease ran out before now.
 func ExpiredLeases(db *gorm.DB, now time.Time, limit int) ([]ExpiredLease, error) {
 	var out []ExpiredLease
 	err := db.Model(&Link{}).Select(`id, lease_owner, attempts, external_id, external_service, local_type, local_id, idempotency_key,
-		EXISTS (SELECT 1 FROM records r WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id
-			AND r.deleted_at IS NOT NULL) AS record_deleted`).
+		lease_deletes AS record_deleted`).
 		Where("status = ? AND locked_until < ?", StatusProcessing, now).Order("locked_until").Limit(limit).Scan(&out).Error
 	return out, err
 }

@@ -327,3 +327,47 @@ func TestARecordWrittenAgainAfterARescuedDeleteIsCreatedAnew(t *testing.T) {
 		require.Equal(t, first.IdempotencyKey+"-g2", l.IdempotencyKey)
 	})
 }
+
+// A rescue hands a link back by what its lost send was, not by what its
+// record is by the time of the rescue: a delete whose worker stopped, its
+// record written again before the lease ran out, may still have removed the
+// object (so the write's update that finds none creates it anew); a write
+// whose worker stopped, its record deleted since, sent no delete.
+func TestARescueKnowsTheLostSendByItsClaimNotByTheRecordNow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := syncedOrder(t, db)
+		first := e.link("order", "1", "crm")
+		e.remove("order", "1")
+		claimed, err := models.ClaimDue(db, "stopped-worker/1", e.clock.Now(), time.Minute, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.True(t, claimed[0].RecordDeleted, "the claim hands out a delete")
+		require.True(t, e.crm.Delete(first.ExternalID), "the stopped worker's delete reached the provider")
+		_, _, body := order(1)
+		require.True(t, e.upsert("order", "1", body).Changed, "the record is written again while the delete is lost")
+
+		e.clock.Advance(2 * time.Minute)
+		n, err := e.eng.Rescue(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.True(t, e.link("order", "1", "crm").DeleteUnknown, "the lost send was a delete")
+		e.settle(e.eng)
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"), "created anew")
+
+		// The other way: a write lost, its record deleted before the rescue.
+		_, _, body = order(2)
+		require.True(t, e.upsert("order", "1", body).Changed)
+		claimed, err = models.ClaimDue(db, "stopped-worker/2", e.clock.Now(), time.Minute, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.False(t, claimed[0].RecordDeleted, "the claim hands out an update")
+		e.remove("order", "1")
+		e.clock.Advance(2 * time.Minute)
+		n, err = e.eng.Rescue(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.False(t, e.link("order", "1", "crm").DeleteUnknown, "no delete was sent")
+	})
+}
