@@ -355,7 +355,9 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 // was claimed with, so that a later push queued without one (a webhook's, a
 // fix's, a retry by hand) does not join an old request's trace; one a newer
 // request set meanwhile stays, for the push that request queued. A retry
-// keeps it: it is the same send.
+// keeps it: it is the same send. The lease goes, and with it what it was
+// sending (lease_deletes): a worker of an earlier version, which claims
+// without setting it, must not leave a rescuer reading this send's.
 const finishSet = `status = CASE WHEN v.status NOT IN ('success', 'deleted') THEN v.status
 		WHEN (SELECT CASE WHEN r.deleted_at IS NULL THEN r.content_hash ELSE '` + DeletedHash + `' END FROM records r
 			WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id) = v.pushed_hash THEN v.status ELSE 'new' END,
@@ -366,7 +368,7 @@ const finishSet = `status = CASE WHEN v.status NOT IN ('success', 'deleted') THE
 	remote_deleted_at = CASE WHEN v.status = 'deleted' THEN NULL ELSE external_map.remote_deleted_at END,
 	idempotency_key = CASE WHEN v.next_key <> '' THEN v.next_key ELSE external_map.idempotency_key END,
 	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, delete_unknown = v.delete_unknown, last_error = v.last_error,
-	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, updated_at = ?,
+	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, lease_deletes = FALSE, updated_at = ?,
 	trace_parent = CASE WHEN v.status IN ('success', 'deleted', 'failed') AND external_map.trace_parent = v.trace_parent THEN ''
 		ELSE external_map.trace_parent END`
 
@@ -534,7 +536,7 @@ func ReleaseExpired(db *gorm.DB, e ExpiredLease, attempt Attempt, now time.Time)
 	released := false
 	err := db.Transaction(func(tx *gorm.DB) error {
 		release := map[string]any{"status": StatusRetry, "needs_lookup": gorm.Expr("external_id = ''"),
-			"attempts": e.Attempts + 1, "next_attempt_at": now, "lease_owner": "", "locked_until": nil,
+			"attempts": e.Attempts + 1, "next_attempt_at": now, "lease_owner": "", "locked_until": nil, "lease_deletes": false,
 			"last_error": attempt.Error, "last_http_code": 0, "updated_at": now}
 		if e.RecordDeleted {
 			release["delete_unknown"] = gorm.Expr("delete_unknown OR external_id <> ''")

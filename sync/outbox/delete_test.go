@@ -351,6 +351,7 @@ func TestARescueKnowsTheLostSendByItsClaimNotByTheRecordNow(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.True(t, e.link("order", "1", "crm").DeleteUnknown, "the lost send was a delete")
+		require.False(t, e.link("order", "1", "crm").LeaseDeletes, "the release forgets what the lease sent")
 		e.settle(e.eng)
 		l := e.link("order", "1", "crm")
 		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
@@ -369,5 +370,25 @@ func TestARescueKnowsTheLostSendByItsClaimNotByTheRecordNow(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.False(t, e.link("order", "1", "crm").DeleteUnknown, "no delete was sent")
+	})
+}
+
+// A finish forgets what its lease was sending, so that a claim by a worker
+// of an earlier version, which does not set it, leaves no rescuer reading
+// an old send's.
+func TestAFinishForgetsWhatItsLeaseWasSending(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := syncedOrder(t, db)
+		e.remove("order", "1")
+		claimed, err := models.ClaimDue(db, "worker/1", e.clock.Now(), time.Minute, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		require.True(t, e.link("order", "1", "crm").LeaseDeletes)
+		j := job{link: claimed[0].Link, deleted: true}
+		_, err = models.FinishLinks(db, []models.LinkOutcome{handBack(j, e.clock.Now())}, e.clock.Now())
+		require.NoError(t, err)
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusNew, l.Status, "handed back as it was")
+		require.False(t, l.LeaseDeletes)
 	})
 }
