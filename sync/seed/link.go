@@ -192,7 +192,7 @@ func (g *gen) finish(b *batch, l *linkState, pl plan) {
 		next, owner, lockedUntil = updated, workers[g.rng.IntN(len(workers))], updated.Add(time.Minute)
 	}
 	if !l.known && pl.st != models.StatusSuccess {
-		createPayload = withKey(l.r.body, l.key)
+		createPayload = l.r.body // frozen as a claim freezes it: the record's payload, without our key
 	}
 	if l.known {
 		pushed = l.r.hash

@@ -71,6 +71,7 @@ func TestFillCountsAndShape(t *testing.T) {
 		require.Positive(t, count(t, db, &models.Link{}, "external_service = ? AND external_id LIKE ? ESCAPE '\\'", "crm", "deal\\_%"))
 		require.Positive(t, count(t, db, &models.Link{}, "external_key LIKE ? ESCAPE '\\'", "site\\_order\\_%"))
 		checkFailures(t, db)
+		checkCreateBodies(t, db)
 		checkOutcomes(t, db)
 		checkAggregates(t, db)
 		checkRuns(t, db)
@@ -109,6 +110,20 @@ func checkFailures(t *testing.T, db *gorm.DB) {
 	}
 	require.GreaterOrEqual(t, len(groups), 5, "distinct causes")
 	require.LessOrEqual(t, len(groups), 30, "a handful of causes per service, not one per link")
+}
+
+// checkCreateBodies: a link whose create is not known to have taken holds
+// the create's body frozen as a claim freezes it, the record's payload as
+// stored (the connector adds our key when it sends), so that a create sent
+// again sends it and a success records its hash as the record's.
+func checkCreateBodies(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	var frozen, differ int64
+	require.NoError(t, db.Raw(`SELECT COUNT(*) FROM external_map WHERE create_payload <> ''`).Scan(&frozen).Error)
+	require.Positive(t, frozen, "some creates are frozen")
+	require.NoError(t, db.Raw(`SELECT COUNT(*) FROM external_map l JOIN records r ON r.local_type = l.local_type
+		AND r.local_id = l.local_id WHERE l.create_payload <> '' AND l.create_payload <> r.payload`).Scan(&differ).Error)
+	require.Zero(t, differ, "frozen create bodies that are not their record's payload")
 }
 
 // checkOutcomes: a link's last attempt agrees with its status.
