@@ -47,21 +47,46 @@ func (e *env) remove(typ, id string) Enqueued {
 	return res
 }
 
+// claimLost claims order 1's link for a worker that then stops answering,
+// checking that the claim hands out a delete, or a write, as deletes says.
+func (e *env) claimLost(owner string, deletes bool) models.ClaimedLink {
+	e.t.Helper()
+	claimed, err := models.ClaimDue(e.db, owner, e.clock.Now(), time.Minute, 10, nil)
+	require.NoError(e.t, err)
+	require.Len(e.t, claimed, 1)
+	require.Equal(e.t, deletes, claimed[0].RecordDeleted, "whether the claim hands out a delete")
+	return claimed[0]
+}
+
+// lostDelete deletes order 1 and has a worker claim its link, delete the
+// object at the provider and stop answering before it writes the outcome;
+// it returns the link as it was synced.
+func (e *env) lostDelete() models.Link {
+	e.t.Helper()
+	first := e.link("order", "1", "crm")
+	e.remove("order", "1")
+	e.claimLost("stopped-worker/1", true)
+	require.True(e.t, e.crm.Delete(first.ExternalID), "the stopped worker's delete reached the provider")
+	return first
+}
+
+// rescueLost lets the lost send's lease run out and rescues its link.
+func (e *env) rescueLost() {
+	e.t.Helper()
+	e.clock.Advance(2 * time.Minute)
+	n, err := e.eng.Rescue(context.Background())
+	require.NoError(e.t, err)
+	require.Equal(e.t, 1, n)
+}
+
 // A delete whose worker stopped answering mid-send is rescued in words
 // that say a delete, not an update, will be sent again; it then is.
 func TestARescuedDeleteSaysTheDeleteIsSentAgain(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := syncedOrder(t, db)
 		e.remove("order", "1")
-		claimed, err := models.ClaimDue(db, "stopped-worker/1", e.clock.Now(), time.Minute, 10, nil)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		require.True(t, claimed[0].RecordDeleted)
-
-		e.clock.Advance(2 * time.Minute)
-		n, err := e.eng.Rescue(context.Background())
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
+		e.claimLost("stopped-worker/1", true)
+		e.rescueLost()
 		l := e.link("order", "1", "crm")
 		require.Equal(t, "worker stopped-worker/1 stopped answering mid-send; the delete will be sent again", l.LastError)
 
@@ -304,17 +329,8 @@ func TestAnUpdateFindingNoObjectAfterALostUpdateFailsAndCreatesNothing(t *testin
 func TestARecordWrittenAgainAfterARescuedDeleteIsCreatedAnew(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := syncedOrder(t, db)
-		first := e.link("order", "1", "crm")
-		e.remove("order", "1")
-		claimed, err := models.ClaimDue(db, "stopped-worker/1", e.clock.Now(), time.Minute, 10, nil)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		require.True(t, e.crm.Delete(first.ExternalID), "the stopped worker's delete reached the provider")
-
-		e.clock.Advance(2 * time.Minute)
-		n, err := e.eng.Rescue(context.Background())
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
+		first := e.lostDelete()
+		e.rescueLost()
 		require.True(t, e.link("order", "1", "crm").DeleteUnknown)
 
 		_, _, body := order(1)
@@ -336,20 +352,10 @@ func TestARecordWrittenAgainAfterARescuedDeleteIsCreatedAnew(t *testing.T) {
 func TestARescueKnowsTheLostSendByItsClaimNotByTheRecordNow(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := syncedOrder(t, db)
-		first := e.link("order", "1", "crm")
-		e.remove("order", "1")
-		claimed, err := models.ClaimDue(db, "stopped-worker/1", e.clock.Now(), time.Minute, 10, nil)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		require.True(t, claimed[0].RecordDeleted, "the claim hands out a delete")
-		require.True(t, e.crm.Delete(first.ExternalID), "the stopped worker's delete reached the provider")
+		e.lostDelete()
 		_, _, body := order(1)
 		require.True(t, e.upsert("order", "1", body).Changed, "the record is written again while the delete is lost")
-
-		e.clock.Advance(2 * time.Minute)
-		n, err := e.eng.Rescue(context.Background())
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
+		e.rescueLost()
 		require.True(t, e.link("order", "1", "crm").DeleteUnknown, "the lost send was a delete")
 		require.False(t, e.link("order", "1", "crm").LeaseDeletes, "the release forgets what the lease sent")
 		e.settle(e.eng)
@@ -360,15 +366,9 @@ func TestARescueKnowsTheLostSendByItsClaimNotByTheRecordNow(t *testing.T) {
 		// The other way: a write lost, its record deleted before the rescue.
 		_, _, body = order(2)
 		require.True(t, e.upsert("order", "1", body).Changed)
-		claimed, err = models.ClaimDue(db, "stopped-worker/2", e.clock.Now(), time.Minute, 10, nil)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		require.False(t, claimed[0].RecordDeleted, "the claim hands out an update")
+		e.claimLost("stopped-worker/2", false)
 		e.remove("order", "1")
-		e.clock.Advance(2 * time.Minute)
-		n, err = e.eng.Rescue(context.Background())
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
+		e.rescueLost()
 		require.False(t, e.link("order", "1", "crm").DeleteUnknown, "no delete was sent")
 	})
 }
@@ -380,12 +380,10 @@ func TestAFinishForgetsWhatItsLeaseWasSending(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := syncedOrder(t, db)
 		e.remove("order", "1")
-		claimed, err := models.ClaimDue(db, "worker/1", e.clock.Now(), time.Minute, 10, nil)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
+		claimed := e.claimLost("worker/1", true)
 		require.True(t, e.link("order", "1", "crm").LeaseDeletes)
-		j := job{link: claimed[0].Link, deleted: true}
-		_, err = models.FinishLinks(db, []models.LinkOutcome{handBack(j, e.clock.Now())}, e.clock.Now())
+		j := job{link: claimed.Link, deleted: true}
+		_, err := models.FinishLinks(db, []models.LinkOutcome{handBack(j, e.clock.Now())}, e.clock.Now())
 		require.NoError(t, err)
 		l := e.link("order", "1", "crm")
 		require.Equal(t, models.StatusNew, l.Status, "handed back as it was")
