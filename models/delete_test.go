@@ -41,7 +41,7 @@ func TestADeleteDuringASendIsPushedAgain(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 		c := claimOne(t, db, now)
-		require.False(t, c.RecordDeleted)
+		require.False(t, c.LeaseDeletes)
 		marked, err := models.TombstoneRecords(db, []models.RecordKey{{LocalType: "order", LocalID: "1"}}, now)
 		require.NoError(t, err)
 		require.True(t, marked[models.RecordKey{LocalType: "order", LocalID: "1"}])
@@ -52,7 +52,7 @@ func TestADeleteDuringASendIsPushedAgain(t *testing.T) {
 		again, err := models.ClaimDue(db, "w/2", now, time.Minute, 10, nil)
 		require.NoError(t, err)
 		require.Len(t, again, 1)
-		require.True(t, again[0].RecordDeleted, "the claim tells the sender the record is deleted")
+		require.True(t, again[0].LeaseDeletes, "the claim tells the sender the record is deleted")
 	})
 }
 
@@ -73,7 +73,7 @@ func TestAWriteDuringADeleteIsPushedAgainAsACreate(t *testing.T) {
 		require.NoError(t, models.EnsureLinks(db, "order", "1", []models.LinkSpec{{Service: "crm", ExternalKey: "k", IdempotencyKey: "i"}}, now))
 		claimed, err := models.ClaimDue(db, "w/2", now, time.Minute, 10, nil)
 		require.NoError(t, err)
-		require.True(t, claimed[0].RecordDeleted)
+		require.True(t, claimed[0].LeaseDeletes)
 
 		v, h, _ := models.CanonicalPayload([]byte(`{"title":"Order 1"}`))
 		changed, err := models.UpsertRecord(db, "order", "1", v, h, now)

@@ -75,15 +75,15 @@ func QueueLinks(tx *gorm.DB, specs []LinkSpec, now time.Time) error {
 }
 
 // ClaimedLink is a link as claimed, with its record's current payload and
-// content hash ("" when the record is gone), whether the record is deleted
-// (then the link's desired state is "deleted"), and whether a person asked
-// for this sync (Sync now): the finish releases their request.
+// content hash ("" when the record is gone), and whether a person asked for
+// this sync (Sync now): the finish releases their request. The link's
+// LeaseDeletes says whether the record is deleted: then the link's desired
+// state is "deleted".
 type ClaimedLink struct {
-	Link          `gorm:"embedded"`
-	Payload       string
-	ContentHash   string
-	RecordDeleted bool
-	Requested     bool
+	Link        `gorm:"embedded"`
+	Payload     string
+	ContentHash string
+	Requested   bool
 }
 
 // DeletedHash stands for a deleted record's state where a content hash is
@@ -152,7 +152,7 @@ func claimPostgres(filter string) string {
 			ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) d
 		LEFT JOIN records r ON r.local_type = d.local_type AND r.local_id = d.local_id) c
 	WHERE m.id = c.id
-	RETURNING m.*, c.payload, c.content_hash, c.record_deleted`
+	RETURNING m.*, c.payload, c.content_hash`
 }
 
 // claimSQLite is the claim on SQLite, whose one write lock keeps claimers
@@ -168,8 +168,7 @@ func claimSQLite(filter string) string {
 			THEN ` + record("r.payload", "''") + ` ELSE external_map.create_payload END,
 		lease_deletes = ` + record("r.deleted_at IS NOT NULL", "false") + `
 		WHERE id IN (` + dueSQL(SQLite, "id") + filter + ` ORDER BY next_attempt_at LIMIT ?)
-		RETURNING *, ` + record("r.payload", "''") + ` AS payload, ` + record("r.content_hash", "''") + ` AS content_hash,
-			lease_deletes AS record_deleted`
+		RETURNING *, ` + record("r.payload", "''") + ` AS payload, ` + record("r.content_hash", "''") + ` AS content_hash`
 }
 
 // markRequested sets Requested on the claimed links a Sync now request
@@ -515,14 +514,14 @@ type ExpiredLease struct {
 	LocalType       string
 	LocalID         string
 	IdempotencyKey  string
-	RecordDeleted   bool // the send under way was a delete (Link.LeaseDeletes)
+	LeaseDeletes    bool // the send under way was a delete
 }
 
 // ExpiredLeases lists up to limit links whose lease ran out before now.
 func ExpiredLeases(db *gorm.DB, now time.Time, limit int) ([]ExpiredLease, error) {
 	var out []ExpiredLease
 	err := db.Model(&Link{}).Select(`id, lease_owner, attempts, external_id, external_service, local_type, local_id, idempotency_key,
-		lease_deletes AS record_deleted`).
+		lease_deletes`).
 		Where("status = ? AND locked_until < ?", StatusProcessing, now).Order("locked_until").Limit(limit).Scan(&out).Error
 	return out, err
 }
@@ -538,7 +537,7 @@ func ReleaseExpired(db *gorm.DB, e ExpiredLease, attempt Attempt, now time.Time)
 		release := map[string]any{"status": StatusRetry, "needs_lookup": gorm.Expr("external_id = ''"),
 			"attempts": e.Attempts + 1, "next_attempt_at": now, "lease_owner": "", "locked_until": nil, "lease_deletes": false,
 			"last_error": attempt.Error, "last_http_code": 0, "updated_at": now}
-		if e.RecordDeleted {
+		if e.LeaseDeletes {
 			release["delete_unknown"] = gorm.Expr("delete_unknown OR external_id <> ''")
 		}
 		res := tx.Model(&Link{}).Where("id = ? AND status = ? AND lease_owner = ?", e.ID, StatusProcessing, e.LeaseOwner).

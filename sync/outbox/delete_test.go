@@ -54,7 +54,7 @@ func (e *env) claimLost(owner string, deletes bool) models.ClaimedLink {
 	claimed, err := models.ClaimDue(e.db, owner, e.clock.Now(), time.Minute, 10, nil)
 	require.NoError(e.t, err)
 	require.Len(e.t, claimed, 1)
-	require.Equal(e.t, deletes, claimed[0].RecordDeleted, "whether the claim hands out a delete")
+	require.Equal(e.t, deletes, claimed[0].LeaseDeletes, "whether the claim hands out a delete")
 	return claimed[0]
 }
 

@@ -43,7 +43,7 @@ func (e *Engine) release(ctx context.Context, expired []models.ExpiredLease) (in
 			Error: fmt.Sprintf("worker %s stopped answering mid-send; whether its call took effect is unknown, so the next attempt looks the object up first", x.LeaseOwner)}
 		if x.ExternalID != "" {
 			what := "update"
-			if x.RecordDeleted {
+			if x.LeaseDeletes {
 				what = "delete"
 			}
 			a.Error = fmt.Sprintf("worker %s stopped answering mid-send; the %s will be sent again", x.LeaseOwner, what)
