@@ -42,11 +42,15 @@ func BenchmarkLoopbackCeiling(b *testing.B) {
 			w.WriteHeader(http.StatusCreated)
 			_, _ = io.WriteString(w, `{"id":"deal_1","external_key":"site_order_1","title":"Order 1","total":"11.00"}`)
 		})
-		handlers := map[string]http.Handler{"fixed": fixed, "crm": sandbox.NewCRM(sandbox.Options{Latency: latency})}
+		// Each sub-run meets a CRM of its own, empty, as BenchmarkSync's does.
+		handlers := map[string]func() http.Handler{
+			"fixed": func() http.Handler { return fixed },
+			"crm":   func() http.Handler { return sandbox.NewCRM(sandbox.Options{Latency: latency}) },
+		}
 		for _, handler := range []string{"fixed", "crm"} {
 			for _, client := range []string{"bare", "connector"} {
 				b.Run(fmt.Sprintf("latency=%dms/client=%s/handler=%s", latency.Milliseconds(), client, handler), func(b *testing.B) {
-					srv := httptest.NewServer(handlers[handler])
+					srv := httptest.NewServer(handlers[handler]())
 					b.Cleanup(srv.Close)
 					create := bareCreate(srv.URL)
 					if client == "connector" {
