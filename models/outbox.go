@@ -228,9 +228,14 @@ type LinkOutcome struct {
 	// DeleteUnknown: a delete sent may have reached the provider; see
 	// Link.DeleteUnknown.
 	DeleteUnknown bool
-	LastError     string
-	LastHTTP      int
-	Calls         []Attempt
+	// ObjectGone: the object the link names is known to be gone (an update
+	// found none, nor did a lookup by key); short of a success, the link
+	// forgets it, so that what follows looks for the object a lost create
+	// may have made instead.
+	ObjectGone bool
+	LastError  string
+	LastHTTP   int
+	Calls      []Attempt
 	// Requested says the send answered a Sync now request: the finish
 	// releases its in_progress row.
 	Requested bool
@@ -305,7 +310,7 @@ func shareRecords(tx *gorm.DB, outcomes []LinkOutcome) error {
 	return nil
 }
 
-// finishChunk bounds the links written by one statement (14 parameters each).
+// finishChunk bounds the links written by one statement (15 parameters each).
 const finishChunk = 500
 
 // finishChunkLinks writes the new state of every link in one UPDATE … FROM a
@@ -316,22 +321,22 @@ const finishChunk = 500
 // worker that holds the lease may write the link's outcome.
 func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, error) {
 	// Postgres types a VALUES list from its contents; parameters have none.
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if Dialect(tx) == Postgres {
-		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::boolean, ?::text, ?::integer, ?::text, ?::text, ?::text)"
+		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::boolean, ?::boolean, ?::text, ?::integer, ?::text, ?::text, ?::text)"
 	}
 	var values strings.Builder
-	args := make([]any, 0, 14*len(outcomes)+1)
+	args := make([]any, 0, 15*len(outcomes)+1)
 	for i, o := range outcomes {
 		if i > 0 {
 			values.WriteString(", ")
 		}
 		values.WriteString(row)
 		args = append(args, o.Link.ID, o.Link.LeaseOwner, string(o.Status), o.ExternalID, o.PushedHash,
-			o.Attempts, o.NextAttempt, o.NeedsLookup, o.DeleteUnknown, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent, o.NextKey)
+			o.Attempts, o.NextAttempt, o.NeedsLookup, o.DeleteUnknown, o.ObjectGone, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent, o.NextKey)
 	}
 	args = append(args, now)
-	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, delete_unknown, last_error, last_http_code, error_group, trace_parent, next_key)
+	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, delete_unknown, object_gone, last_error, last_http_code, error_group, trace_parent, next_key)
 		AS (VALUES `+values.String()+`)
 		UPDATE external_map SET `+finishSet+`
 		FROM v WHERE external_map.id = v.id AND external_map.status = 'processing' AND external_map.lease_owner = v.owner`,
@@ -349,7 +354,8 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 // pushed (or the record is gone). A delete done forgets the object, which
 // the provider no longer holds, and with it the mark of an object deleted at
 // the provider: a write of the record afterwards creates a new object,
-// which nobody deleted. A next key given becomes the link's. A
+// which nobody deleted. So does an outcome whose object is known gone
+// (ObjectGone), short of a success. A next key given becomes the link's. A
 // link done with (success, deleted or failed) forgets the trace its send
 // was claimed with, so that a later push queued without one (a webhook's, a
 // fix's, a retry by hand) does not join an old request's trace; one a newer
@@ -361,8 +367,8 @@ const finishSet = `status = CASE WHEN v.status NOT IN ('success', 'deleted') THE
 		WHEN (SELECT CASE WHEN r.deleted_at IS NULL THEN r.content_hash ELSE '` + DeletedHash + `' END FROM records r
 			WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id) = v.pushed_hash THEN v.status ELSE 'new' END,
 	attempts = CASE WHEN v.status IN ('success', 'deleted') THEN 0 ELSE v.attempts END,
-	external_id = CASE WHEN v.status = 'success' THEN v.external_id WHEN v.status = 'deleted' THEN '' ELSE external_map.external_id END,
-	pushed_hash = CASE WHEN v.status = 'success' THEN v.pushed_hash WHEN v.status = 'deleted' THEN '' ELSE external_map.pushed_hash END,
+	external_id = CASE WHEN v.status = 'success' THEN v.external_id WHEN v.status = 'deleted' OR v.object_gone THEN '' ELSE external_map.external_id END,
+	pushed_hash = CASE WHEN v.status = 'success' THEN v.pushed_hash WHEN v.status = 'deleted' OR v.object_gone THEN '' ELSE external_map.pushed_hash END,
 	create_payload = CASE WHEN v.status IN ('success', 'deleted') THEN '' ELSE external_map.create_payload END,
 	remote_deleted_at = CASE WHEN v.status = 'deleted' THEN NULL ELSE external_map.remote_deleted_at END,
 	idempotency_key = CASE WHEN v.next_key <> '' THEN v.next_key ELSE external_map.idempotency_key END,

@@ -291,6 +291,39 @@ func TestARecordWrittenAgainAfterADeleteWhoseAnswerWasLostIsCreatedAnew(t *testi
 	})
 }
 
+// The object a lost delete removed is created anew, and that create's answer
+// is lost too; then the record is deleted again. The link must not go on
+// naming the object the delete removed: its delete would find that one
+// gone and end the link deleted, leaving the new object at the provider.
+// (Found by TestDeletesAndWritesRacingTheEngineEndInTheRecordsLastState.)
+func TestARecreateWhoseAnswerWasLostIsDeletedWithItsRecord(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := syncedOrder(t, db)
+		first := e.link("order", "1", "crm")
+		e.crm.Script(sandbox.DropAfterCommit())
+		e.remove("order", "1")
+		require.NoError(t, e.eng.Drain(context.Background()))
+		require.Zero(t, e.crm.CountByKey("site_order_1"), "the lost delete took effect")
+
+		// The update finds no object; the lookup finds none; the create's
+		// answer is lost (the update and the create are the mutating calls).
+		e.crm.Script(sandbox.None(), sandbox.DropAfterCommit())
+		_, _, body := order(1)
+		require.True(t, e.upsert("order", "1", body).Changed)
+		e.clock.Advance(16 * time.Minute) // past the lost delete's backoff
+		require.NoError(t, e.eng.Drain(context.Background()))
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusRetry, l.Status, "the create's outcome is unknown")
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"), "but it took effect")
+		require.NotEqual(t, first.ExternalID, l.ExternalID, "the link does not name the object that is gone")
+
+		e.remove("order", "1")
+		e.settle(e.eng)
+		require.Equal(t, models.StatusDeleted, e.link("order", "1", "crm").Status)
+		require.Zero(t, e.crm.CountByKey("site_order_1"), "the object the lost create made is deleted with its record")
+	})
+}
+
 // An update whose answer was lost, then the object deleted at the provider
 // by somebody else: the next update's 404 is not taken for a delete of ours.
 // Nothing is created behind the person's back; the link fails for them to

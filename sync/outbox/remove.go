@@ -81,7 +81,10 @@ func (s *sender) recreate(ctx context.Context) {
 		s.settle(s.call(ctx, func(ctx context.Context) connector.Call { return conn.Update(ctx, rec) }), s.j.hash)
 		return
 	}
-	rec.ExternalID, s.out.NextKey = "", nextKey(l.IdempotencyKey)
+	// The object the link names is gone: unless the create succeeds, the
+	// link forgets it, and a create whose answer is lost is then looked
+	// for by key, as any lost create is.
+	rec.ExternalID, s.out.NextKey, s.out.ObjectGone = "", nextKey(l.IdempotencyKey), true
 	s.settle(s.call(ctx, func(ctx context.Context) connector.Call { return conn.Create(ctx, rec, s.out.NextKey) }), s.j.hash)
 }
 
