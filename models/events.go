@@ -162,6 +162,72 @@ func LinkByExternal(tx *gorm.DB, service, externalID, externalKey string) (*Link
 	return &l, notFound(err, "link of "+service+" "+externalKey)
 }
 
+// LinkedRecordByExternal is LinkByExternal and LockRecord of the link's
+// record, in one statement where both are found, as they almost always
+// are: a webhook's effect is a round trip shorter, where Postgres is
+// bound by them. The link is found as LinkByExternal finds it, by the id
+// first and on its own; rec is nil when the link has no record, and a
+// missing link is ErrNotFound.
+func LinkedRecordByExternal(tx *gorm.DB, service, externalID, externalKey string) (*Link, *Record, error) {
+	var row linkAndRecord
+	// first is the link LinkByExternal finds by one column; joined reads it
+	// with its record.
+	first := func(column, value string) *gorm.DB {
+		return tx.Table("external_map").Select("id").Where("external_service = ? AND "+column+" = ?", service, value).Order("id").Limit(1)
+	}
+	joined := func(link *gorm.DB) *gorm.DB {
+		q := tx.Table("external_map").Select("external_map.*, "+recordColumnsAs).
+			Joins("JOIN records ON records.local_type = external_map.local_type AND records.local_id = external_map.local_id").
+			Where("external_map.id = (?)", link)
+		if Dialect(tx) == Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Table: clause.Table{Name: "records"}})
+		}
+		return q
+	}
+	var err error
+	switch {
+	case externalID != "":
+		err = joined(first("external_id", externalID)).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) && externalKey != "" {
+			// By our key only when no link has the id, with a record or not.
+			err = joined(first("external_key", externalKey)).
+				Where("NOT EXISTS (?)", first("external_id", externalID)).Take(&row).Error
+		}
+	case externalKey != "":
+		err = joined(first("external_key", externalKey)).Take(&row).Error
+	default:
+		return nil, nil, fmt.Errorf("link: %w", ErrNotFound)
+	}
+	if err == nil {
+		return &row.Link, &row.Record, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil, err
+	}
+	// No link, or a link without its record: the two reads tell which.
+	link, err := LinkByExternal(tx, service, externalID, externalKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := LockRecord(tx, link.LocalType, link.LocalID)
+	if errors.Is(err, ErrNotFound) {
+		return link, nil, nil
+	}
+	return link, rec, err
+}
+
+// linkAndRecord is one row of a link joined to its record.
+type linkAndRecord struct {
+	Link
+	Record Record `gorm:"embedded;embeddedPrefix:rec_"`
+}
+
+// recordColumnsAs selects every column of records as linkAndRecord's
+// Record reads it.
+const recordColumnsAs = "records.id AS rec_id, records.local_type AS rec_local_type, records.local_id AS rec_local_id, " +
+	"records.payload AS rec_payload, records.content_hash AS rec_content_hash, records.created_at AS rec_created_at, " +
+	"records.updated_at AS rec_updated_at, records.deleted_at AS rec_deleted_at"
+
 // LockRecord reads a record for update: on Postgres the row is locked until
 // the transaction ends; on SQLite the transaction already holds the write lock.
 func LockRecord(tx *gorm.DB, localType, localID string) (*Record, error) {

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -247,4 +248,72 @@ func TestRequeueOtherLinks(t *testing.T) {
 			requireUntouched(t, db, l)
 		}
 	})
+}
+
+// The joined read finds what LinkByExternal and LockRecord find, in every
+// case an effect meets: by id, by key, a link whose record is gone, a link
+// by id without a record beside another carrying the key, and none.
+func TestLinkedRecordByExternalReadsWhatTheTwoReadsRead(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		deleted := effectsBefore.Add(time.Minute)
+		for _, id := range []string{"1", "2", "4"} {
+			rec := models.Record{LocalType: "order", LocalID: id, Payload: `{"n":` + id + `}`, ContentHash: "h" + id,
+				CreatedAt: effectsBefore, UpdatedAt: effectsNow, DeletedAt: &deleted}
+			require.NoError(t, db.Create(&rec).Error)
+		}
+		effectLink(t, db, "1", "crm", models.StatusSuccess)
+		effectLink(t, db, "2", "crm", models.StatusRetry, func(l *models.Link) { l.ExternalID = "" })
+		effectLink(t, db, "3", "crm", models.StatusSuccess) // its record is gone
+		effectLink(t, db, "4", "crm", models.StatusSuccess, func(l *models.Link) { l.ExternalID, l.ExternalKey = "", "site_order_3" })
+		for _, c := range []struct{ name, id, key string }{
+			{"by id", "deal_1", "site_order_1"},
+			{"by id alone", "deal_1", ""},
+			{"by key, the link has no id", "deal_new", "site_order_2"},
+			{"by key alone", "", "site_order_2"},
+			{"a link by id without its record wins over one by key", "deal_3", "site_order_3"},
+			{"by key, whose link has no record", "", "site_order_3"},
+			{"none", "deal_9", "site_order_9"},
+			{"nothing asked", "", ""},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				wantLink, wantErr := models.LinkByExternal(db, "crm", c.id, c.key)
+				link, rec, err := models.LinkedRecordByExternal(db, "crm", c.id, c.key)
+				if wantErr != nil {
+					require.ErrorIs(t, err, models.ErrNotFound)
+					require.ErrorIs(t, wantErr, models.ErrNotFound)
+					return
+				}
+				require.NoError(t, err)
+				require.Equal(t, wantLink.ID, link.ID)
+				require.Equal(t, *wantLink, *link)
+				wantRec, err := models.LockRecord(db, link.LocalType, link.LocalID)
+				if errors.Is(err, models.ErrNotFound) {
+					require.Nil(t, rec, "the link of %s has no record", link.LocalID)
+					return
+				}
+				require.NoError(t, err)
+				require.NotNil(t, rec)
+				require.Equal(t, wantRec.ID, rec.ID)
+				require.True(t, wantRec.UpdatedAt.Equal(rec.UpdatedAt) && wantRec.CreatedAt.Equal(rec.CreatedAt) && wantRec.DeletedAt.Equal(*rec.DeletedAt))
+				wantRec.CreatedAt, wantRec.UpdatedAt, wantRec.DeletedAt = rec.CreatedAt, rec.UpdatedAt, rec.DeletedAt
+				require.Equal(t, *wantRec, *rec, "every column of the record is read")
+			})
+		}
+	})
+}
+
+// On Postgres the joined read locks the record, as LockRecord does, until
+// the transaction ends: a concurrent effect on the same record waits.
+func TestLinkedRecordByExternalLocksTheRecord(t *testing.T) {
+	db := dbtest.Postgres(t)
+	rec := models.Record{LocalType: "order", LocalID: "1", Payload: `{}`, ContentHash: "h", CreatedAt: effectsNow, UpdatedAt: effectsNow}
+	require.NoError(t, db.Create(&rec).Error)
+	effectLink(t, db, "1", "crm", models.StatusSuccess)
+	tx := db.Begin()
+	defer tx.Rollback()
+	_, got, err := models.LinkedRecordByExternal(tx, "crm", "deal_1", "")
+	require.NoError(t, err)
+	require.Equal(t, rec.ID, got.ID)
+	err = db.Exec("SELECT id FROM records WHERE id = ? FOR UPDATE NOWAIT", rec.ID).Error
+	require.ErrorContains(t, err, "could not obtain lock", "the record is locked while the effect's transaction lasts")
 }

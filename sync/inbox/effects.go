@@ -303,15 +303,12 @@ func heldAfter(createPayload, field, to string) string {
 // point at — a person deleting the stray duplicate — would otherwise mark
 // the link of the one we keep deleted, and its Re-create make a third.
 func linkedRecord(tx *gorm.DB, service, id, key string) (*models.Link, *models.Record, string, error) {
-	link, note, err := linkOf(tx, service, id, key)
-	if err != nil {
+	link, rec, err := models.LinkedRecordByExternal(tx, service, id, key)
+	if note, err := checkLink(tx, link, id, key, err); err != nil {
 		return nil, nil, note, err
 	}
-	rec, err := models.LockRecord(tx, link.LocalType, link.LocalID)
-	if errors.Is(err, models.ErrNotFound) {
+	if rec == nil {
 		return nil, nil, fmt.Sprintf("the link of %s/%s has no record", link.LocalType, link.LocalID), errIgnored
-	} else if err != nil {
-		return nil, nil, "", err
 	}
 	return link, rec, "", nil
 }
@@ -319,17 +316,27 @@ func linkedRecord(tx *gorm.DB, service, id, key string) (*models.Link, *models.R
 // linkOf is linkedRecord's link alone.
 func linkOf(tx *gorm.DB, service, id, key string) (*models.Link, string, error) {
 	link, err := models.LinkByExternal(tx, service, id, key)
+	if note, err := checkLink(tx, link, id, key, err); err != nil {
+		return nil, note, err
+	}
+	return link, "", nil
+}
+
+// checkLink says why an effect leaves the link it looked up by the event's
+// id and key (err: how the lookup ended) alone: there is none, or it is
+// another object's. Else it notes the link with the event.
+func checkLink(tx *gorm.DB, link *models.Link, id, key string, err error) (string, error) {
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, fmt.Sprintf("no local record is linked to %s", strings.Join(nonEmpty(id, key), " or ")), errIgnored
+		return fmt.Sprintf("no local record is linked to %s", strings.Join(nonEmpty(id, key), " or ")), errIgnored
 	} else if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	if id != "" && link.ExternalID != "" && link.ExternalID != id {
-		return nil, fmt.Sprintf("%s carries our key %s, but the link of %s/%s points at %s: the event is about another object (a duplicate?), so the link is left alone",
+		return fmt.Sprintf("%s carries our key %s, but the link of %s/%s points at %s: the event is about another object (a duplicate?), so the link is left alone",
 			id, key, link.LocalType, link.LocalID, link.ExternalID), errIgnored
 	}
 	noteEventLink(tx, link) // h-recon: kept with the event (event_link.go)
-	return link, "", nil
+	return "", nil
 }
 
 func nonEmpty(ss ...string) []string {
