@@ -162,13 +162,22 @@ func LinkByExternal(tx *gorm.DB, service, externalID, externalKey string) (*Link
 	return &l, notFound(err, "link of "+service+" "+externalKey)
 }
 
+// LinkedRecord is the link of a provider's object, with its record.
+type LinkedRecord struct {
+	Link   *Link
+	Record *Record // nil when the link has no record
+	// Alone: when read, the record had no link to another service, so a
+	// change of it owes no other service a push (see RecordMovedByProvider).
+	// False when not known.
+	Alone bool
+}
+
 // LinkedRecordByExternal is LinkByExternal and LockRecord of the link's
 // record, in one statement where both are found, as they almost always
 // are: a webhook's effect is a round trip shorter, where Postgres is
 // bound by them. The link is found as LinkByExternal finds it, by the id
-// first and on its own; rec is nil when the link has no record, and a
-// missing link is ErrNotFound.
-func LinkedRecordByExternal(tx *gorm.DB, service, externalID, externalKey string) (*Link, *Record, error) {
+// first and on its own; a missing link is ErrNotFound.
+func LinkedRecordByExternal(tx *gorm.DB, service, externalID, externalKey string) (LinkedRecord, error) {
 	var row linkAndRecord
 	// first is the link LinkByExternal finds by one column; joined reads it
 	// with its record.
@@ -176,7 +185,8 @@ func LinkedRecordByExternal(tx *gorm.DB, service, externalID, externalKey string
 		return tx.Table("external_map").Select("id").Where("external_service = ? AND "+column+" = ?", service, value).Order("id").Limit(1)
 	}
 	joined := func(link *gorm.DB) *gorm.DB {
-		q := tx.Table("external_map").Select("external_map.*, "+recordColumnsAs).
+		q := tx.Table("external_map").Select("external_map.*, "+recordColumnsAs+", NOT EXISTS (SELECT 1 FROM external_map others "+
+			"WHERE others.local_type = external_map.local_type AND others.local_id = external_map.local_id AND others.id <> external_map.id) AS alone").
 			Joins("JOIN records ON records.local_type = external_map.local_type AND records.local_id = external_map.local_id").
 			Where("external_map.id = (?)", link)
 		if Dialect(tx) == Postgres {
@@ -196,30 +206,31 @@ func LinkedRecordByExternal(tx *gorm.DB, service, externalID, externalKey string
 	case externalKey != "":
 		err = joined(first("external_key", externalKey)).Take(&row).Error
 	default:
-		return nil, nil, fmt.Errorf("link: %w", ErrNotFound)
+		return LinkedRecord{}, fmt.Errorf("link: %w", ErrNotFound)
 	}
 	if err == nil {
-		return &row.Link, &row.Record, nil
+		return LinkedRecord{Link: &row.Link, Record: &row.Record, Alone: row.Alone}, nil
 	}
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil, err
+		return LinkedRecord{}, err
 	}
 	// No link, or a link without its record: the two reads tell which.
 	link, err := LinkByExternal(tx, service, externalID, externalKey)
 	if err != nil {
-		return nil, nil, err
+		return LinkedRecord{}, err
 	}
 	rec, err := LockRecord(tx, link.LocalType, link.LocalID)
 	if errors.Is(err, ErrNotFound) {
-		return link, nil, nil
+		return LinkedRecord{Link: link}, nil
 	}
-	return link, rec, err
+	return LinkedRecord{Link: link, Record: rec}, err
 }
 
 // linkAndRecord is one row of a link joined to its record.
 type linkAndRecord struct {
 	Link
 	Record Record `gorm:"embedded;embeddedPrefix:rec_"`
+	Alone  bool
 }
 
 // recordColumnsAs selects every column of records as linkAndRecord's

@@ -80,6 +80,20 @@ func AdoptProviderState(tx *gorm.DB, l *Link, externalID, heldHash, recordHash s
 	return tx.Model(&Link{}).Where("id = ? AND status <> ?", l.ID, StatusProcessing).Updates(updates).Error
 }
 
+// RecordMovedByProvider writes what a webhook that moved a record to the
+// state its provider holds (recordHash) leaves to the links: the provider's
+// link learns it (AdoptProviderState), and every other service is owed the
+// record's new state (RequeueOtherLinks), unless the record had no other
+// link when read. Its lock on the record keeps that so: a link created
+// since is queued, and its send's finish, which waits for that lock, sees
+// the record's new state.
+func RecordMovedByProvider(tx *gorm.DB, lr LinkedRecord, externalID, heldHash, recordHash string, now time.Time) error {
+	if err := AdoptProviderState(tx, lr.Link, externalID, heldHash, recordHash, now); err != nil || lr.Alone {
+		return err
+	}
+	return RequeueOtherLinks(tx, lr.Link.LocalType, lr.Link.LocalID, lr.Link.ExternalService, now)
+}
+
 // RequeueOtherLinks queues, with fresh attempts, a push of a record's new
 // state to every service it is linked to but except, whose webhook changed
 // it. Only links in success or failed: one new or retrying is already

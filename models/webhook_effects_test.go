@@ -277,7 +277,8 @@ func TestLinkedRecordByExternalReadsWhatTheTwoReadsRead(t *testing.T) {
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				wantLink, wantErr := models.LinkByExternal(db, "crm", c.id, c.key)
-				link, rec, err := models.LinkedRecordByExternal(db, "crm", c.id, c.key)
+				lr, err := models.LinkedRecordByExternal(db, "crm", c.id, c.key)
+				link, rec := lr.Link, lr.Record
 				if wantErr != nil {
 					require.ErrorIs(t, err, models.ErrNotFound)
 					require.ErrorIs(t, wantErr, models.ErrNotFound)
@@ -311,9 +312,45 @@ func TestLinkedRecordByExternalLocksTheRecord(t *testing.T) {
 	effectLink(t, db, "1", "crm", models.StatusSuccess)
 	tx := db.Begin()
 	defer tx.Rollback()
-	_, got, err := models.LinkedRecordByExternal(tx, "crm", "deal_1", "")
+	lr, err := models.LinkedRecordByExternal(tx, "crm", "deal_1", "")
 	require.NoError(t, err)
-	require.Equal(t, rec.ID, got.ID)
+	require.Equal(t, rec.ID, lr.Record.ID)
 	err = db.Exec("SELECT id FROM records WHERE id = ? FOR UPDATE NOWAIT", rec.ID).Error
 	require.ErrorContains(t, err, "could not obtain lock", "the record is locked while the effect's transaction lasts")
+}
+
+// A record linked to one service alone owes no other service a push when
+// its provider moves it; one linked to more owes each in success or failed
+// one, as RequeueOtherLinks writes.
+func TestRecordMovedByProviderRequeuesTheOtherServicesOnly(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		for _, id := range []string{"1", "2"} {
+			require.NoError(t, db.Create(&models.Record{LocalType: "order", LocalID: id, Payload: `{}`, ContentHash: "h",
+				CreatedAt: effectsNow, UpdatedAt: effectsNow}).Error)
+		}
+		effectLink(t, db, "1", "stripe", models.StatusSuccess)
+		effectLink(t, db, "2", "stripe", models.StatusSuccess)
+		crm := effectLink(t, db, "2", "crm", models.StatusSuccess, func(l *models.Link) { l.ExternalID = "crm_2" })
+		erp := effectLink(t, db, "2", "erp", models.StatusRetry, func(l *models.Link) { l.ExternalID = "erp_2" })
+
+		alone, err := models.LinkedRecordByExternal(db, "stripe", "deal_1", "")
+		require.NoError(t, err)
+		require.True(t, alone.Alone, "order/1 is linked to stripe alone")
+		shared, err := models.LinkedRecordByExternal(db, "stripe", "deal_2", "")
+		require.NoError(t, err)
+		require.False(t, shared.Alone, "order/2 is linked to the CRM and the ERP too")
+
+		for _, lr := range []models.LinkedRecord{alone, shared} {
+			require.NoError(t, models.RecordMovedByProvider(db, lr, lr.Link.ExternalID, "", "h-after", effectsNow))
+			got, err := models.LinkByID(db, lr.Link.ID)
+			require.NoError(t, err)
+			require.Equal(t, "h-after", got.PushedHash, "the provider's link learns what it holds")
+			require.Equal(t, models.StatusSuccess, got.Status)
+		}
+		got, err := models.LinkByID(db, crm.ID)
+		require.NoError(t, err)
+		require.Equal(t, models.StatusNew, got.Status, "the CRM is owed order/2's new state")
+		require.Zero(t, got.Attempts)
+		requireUntouched(t, db, erp) // already queued: keeps its turn and its attempts
+	})
 }

@@ -236,10 +236,11 @@ func setState(s subject, field string, states []string, to string) Effect {
 		if err != nil {
 			return "", err
 		}
-		link, rec, note, err := linkedRecord(tx, ev.Service, id, key)
+		lr, note, err := linkedRecord(tx, ev.Service, id, key)
 		if err != nil {
 			return note, err
 		}
+		link, rec := lr.Link, lr.Record
 		payload, err := decodeObject(rec.Payload)
 		if err != nil {
 			return "", err
@@ -264,10 +265,7 @@ func setState(s subject, field string, states []string, to string) Effect {
 		// The link learns what the provider holds (so that only what it lacks
 		// is pushed), and its id if it had none; the other services are owed
 		// the record's new state.
-		if err := models.AdoptProviderState(tx, link, id, heldAfter(link.CreatePayload, field, to), hash, now); err != nil {
-			return "", err
-		}
-		if err := models.RequeueOtherLinks(tx, link.LocalType, link.LocalID, link.ExternalService, now); err != nil {
+		if err := models.RecordMovedByProvider(tx, lr, id, heldAfter(link.CreatePayload, field, to), hash, now); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%s/%s went from %s to %s", rec.LocalType, rec.LocalID, from, to), nil
@@ -302,15 +300,15 @@ func heldAfter(createPayload, field, to string) string {
 // reports for a person to resolve), and an event about the one we do not
 // point at — a person deleting the stray duplicate — would otherwise mark
 // the link of the one we keep deleted, and its Re-create make a third.
-func linkedRecord(tx *gorm.DB, service, id, key string) (*models.Link, *models.Record, string, error) {
-	link, rec, err := models.LinkedRecordByExternal(tx, service, id, key)
-	if note, err := checkLink(tx, link, id, key, err); err != nil {
-		return nil, nil, note, err
+func linkedRecord(tx *gorm.DB, service, id, key string) (models.LinkedRecord, string, error) {
+	lr, err := models.LinkedRecordByExternal(tx, service, id, key)
+	if note, err := checkLink(tx, lr.Link, id, key, err); err != nil {
+		return lr, note, err
 	}
-	if rec == nil {
-		return nil, nil, fmt.Sprintf("the link of %s/%s has no record", link.LocalType, link.LocalID), errIgnored
+	if lr.Record == nil {
+		return lr, fmt.Sprintf("the link of %s/%s has no record", lr.Link.LocalType, lr.Link.LocalID), errIgnored
 	}
-	return link, rec, "", nil
+	return lr, "", nil
 }
 
 // linkOf is linkedRecord's link alone.

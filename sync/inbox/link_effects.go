@@ -33,10 +33,11 @@ func keepOurs(s subject, svc config.Service) Effect {
 		if err != nil {
 			return "", err
 		}
-		link, rec, note, err := linkedRecord(tx, ev.Service, id, key)
+		lr, note, err := linkedRecord(tx, ev.Service, id, key)
 		if err != nil {
 			return note, err
 		}
+		link, rec := lr.Link, lr.Record
 		if link.RemoteDeletedAt != nil {
 			return "the deal was deleted earlier; waiting for an operator", errIgnored
 		}

@@ -51,10 +51,11 @@ func updateFields(s subject, u config.Update) Effect {
 		if err != nil {
 			return "", err
 		}
-		link, rec, note, err := linkedRecord(tx, ev.Service, id, key)
+		lr, note, err := linkedRecord(tx, ev.Service, id, key)
 		if err != nil {
 			return note, err
 		}
+		link, rec := lr.Link, lr.Record
 		if link.RemoteDeletedAt != nil {
 			return "the object was deleted earlier; waiting for an operator", errIgnored
 		}
@@ -86,10 +87,7 @@ func updateFields(s subject, u config.Update) Effect {
 		if err != nil {
 			return "", err
 		}
-		if err := models.AdoptProviderState(tx, link, id, "", hash, now); err != nil {
-			return "", err
-		}
-		if err := models.RequeueOtherLinks(tx, link.LocalType, link.LocalID, link.ExternalService, now); err != nil {
+		if err := models.RecordMovedByProvider(tx, lr, id, "", hash, now); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%s/%s took %s from %s", rec.LocalType, rec.LocalID, strings.Join(changed, ", "), ev.Service), nil
