@@ -19,6 +19,7 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/seed"
 )
 
@@ -106,7 +107,7 @@ func (c *cli) seed(links, attempts int) error {
 		start := time.Now()
 		last := start
 		var done seed.Counts
-		err := seed.Fill(ctx, db, seed.Options{Links: links, Attempts: attempts, Services: names, Progress: func(n seed.Counts) {
+		err := seed.Fill(ctx, db, seed.Options{Links: links, Attempts: attempts, Services: names, Redactor: redact.New(cfg.Redact), Progress: func(n seed.Counts) {
 			done = n
 			if time.Since(last) >= seedProgressEvery {
 				last = time.Now()

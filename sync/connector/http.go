@@ -203,7 +203,7 @@ func (c *HTTP) send(ctx context.Context, rq request) (Call, answer) {
 		call.Class, call.Error = authFailure(err, red)
 		return call, answer{}
 	}
-	call.Request = excerpt(red, req.Method+" "+req.URL.RequestURI(), req.Header, rq.body)
+	call.Request = Excerpt(red, req.Method+" "+req.URL.RequestURI(), req.Header, rq.body)
 	keyed := c.svc.IdempotencyHeader != "" && req.Header.Get(c.svc.IdempotencyHeader) != ""
 
 	start := c.now()
@@ -218,7 +218,7 @@ func (c *HTTP) send(ctx context.Context, rq request) (Call, answer) {
 	raw, readErr := io.ReadAll(io.LimitReader(res.Body, maxBody))
 	call.HTTPCode = res.StatusCode
 	call.Class, call.Ambiguous = Classify(res.StatusCode, nil, true, keyed)
-	call.Response = excerpt(red, res.Proto+" "+res.Status, res.Header, raw)
+	call.Response = Excerpt(red, res.Proto+" "+res.Status, res.Header, raw)
 	if call.Class == OK && readErr != nil {
 		// The provider said yes but the body was cut: the object exists, its id is unknown.
 		call.Class, call.Ambiguous = Temporary, true
@@ -255,11 +255,11 @@ func authFailure(err error, red *redact.Redactor) (Class, string) {
 	return Temporary, red.Text(err.Error())
 }
 
-// excerpt renders a request or response for the attempt log, redacted first
+// Excerpt renders a request or response for the attempt log, redacted first
 // and cut after, so that a cut can never expose half a secret to the
 // patterns. Of a long body only the first excerptBody bytes are redacted,
 // in a way that is safe at the cut (see redact.JSONPrefix).
-func excerpt(r *redact.Redactor, line string, h http.Header, body []byte) string {
+func Excerpt(r *redact.Redactor, line string, h http.Header, body []byte) string {
 	var b strings.Builder
 	b.WriteString(r.Text(line))
 	b.WriteString("\n")

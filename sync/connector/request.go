@@ -86,7 +86,7 @@ var contentTypes = map[string]string{"": "application/json", "json": "applicatio
 func (o object) render(rec Record) ([]byte, string, error) {
 	ctype := contentTypes[o.Encoding]
 	if o.body == nil {
-		b, err := withKey(rec.Payload, o.KeyField, rec.Key)
+		b, err := WithKey(rec.Payload, o.KeyField, rec.Key)
 		return b, ctype, err
 	}
 	v, err := o.body.Render(rec.Payload, vars(rec))
@@ -105,13 +105,13 @@ func vars(rec Record) mapping.Vars {
 	return mapping.Vars{Key: rec.Key, LocalID: rec.LocalID, LocalType: rec.LocalType, ExternalID: rec.ExternalID}
 }
 
-// withKey adds our external key to the payload under field, or sets it
+// WithKey adds our external key to the payload under field, or sets it
 // there. A stored payload is canonical JSON (compact, keys sorted:
 // models.CanonicalPayload), so the key is spliced into its bytes at its
 // sorted place rather than the payload decoded into a map and encoded
 // again: the body comes out byte for byte as that round trip made it, for
 // the price of a scan. gjson walks the top level without decoding values.
-func withKey(payload []byte, field, key string) ([]byte, error) {
+func WithKey(payload []byte, field, key string) ([]byte, error) {
 	obj := gjson.ParseBytes(payload)
 	if !obj.IsObject() || !gjson.ValidBytes(payload) {
 		return nil, fmt.Errorf("the stored payload is not a JSON object")

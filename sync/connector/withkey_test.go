@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// decodedWithKey is what withKey did before it spliced: decode the payload
+// decodedWithKey is what WithKey did before it spliced: decode the payload
 // into a map, set the key, encode it again. The splice must give the same
 // bytes for every canonical payload.
 func decodedWithKey(payload []byte, field, key string) ([]byte, error) {
@@ -51,7 +51,7 @@ var withKeyCases = []struct{ payload, field string }{
 func TestWithKeySplicesAsTheDecodedRoundTripEncoded(t *testing.T) {
 	for _, c := range withKeyCases {
 		payload := canonicalOf(t, c.payload)
-		got, err := withKey(payload, c.field, `site_order_1 <&> "q"`)
+		got, err := WithKey(payload, c.field, `site_order_1 <&> "q"`)
 		require.NoError(t, err, c.payload)
 		want, err := decodedWithKey(payload, c.field, `site_order_1 <&> "q"`)
 		require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestWithKeySplicesAsTheDecodedRoundTripEncoded(t *testing.T) {
 
 func TestWithKeyRefusesWhatIsNoObject(t *testing.T) {
 	for _, p := range []string{``, `null`, `[]`, `"x"`, `1`, `{"a":1`, `{"a":1}x`, `{"a":}`, `{"a":1}{"b":2}`} {
-		_, err := withKey([]byte(p), "external_key", "k")
+		_, err := WithKey([]byte(p), "external_key", "k")
 		require.Error(t, err, p)
 	}
 }
@@ -73,7 +73,7 @@ func FuzzWithKey(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw, field, key string) {
 		payload := canonicalOf(t, raw)
-		got, err := withKey(payload, field, key)
+		got, err := WithKey(payload, field, key)
 		require.NoError(t, err)
 		want, err := decodedWithKey(payload, field, key)
 		require.NoError(t, err)
@@ -82,7 +82,7 @@ func FuzzWithKey(f *testing.F) {
 }
 
 // BenchmarkWithKey is the default body (the payload with our key) of an
-// order of a dozen fields, made both ways: spliced, as withKey makes it,
+// order of a dozen fields, made both ways: spliced, as WithKey makes it,
 // and decoded and encoded again, as it was made before (µs/body).
 func BenchmarkWithKey(b *testing.B) {
 	payload := canonicalOf(b, `{"amount":12990,"currency":"EUR","customer":{"email":"ada@example.com","name":"Ada Lovelace"},
@@ -92,7 +92,7 @@ func BenchmarkWithKey(b *testing.B) {
 	for _, way := range []struct {
 		name string
 		fn   func([]byte, string, string) ([]byte, error)
-	}{{"spliced", withKey}, {"decoded", decodedWithKey}} {
+	}{{"spliced", WithKey}, {"decoded", decodedWithKey}} {
 		b.Run(way.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -2,10 +2,13 @@ package seed
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
 // plan is how a link's story ends: its status and the failures at the end
@@ -116,9 +119,9 @@ func (g *gen) attemptsOf(b *batch, l *linkState, pl plan, k int) {
 func (g *gen) attempt(b *batch, l *linkState, f *failure, number int, at time.Time) {
 	g.attempts++
 	create := !l.known
-	op, idem, req := l.p.remote+".update", "", l.request(false)
+	op, idem, req := l.p.remote+".update", "", l.request(g.o.Redactor, false)
 	if create {
-		op, idem, req = l.p.remote+".create", l.idemKey, l.request(true)
+		op, idem, req = l.p.remote+".create", l.idemKey, l.request(g.o.Redactor, true)
 	}
 	reqID := "req_" + strconv.FormatUint(g.rng.Uint64(), 16)
 	var code int
@@ -149,25 +152,32 @@ func (g *gen) attempt(b *batch, l *linkState, f *failure, number int, at time.Ti
 }
 
 // request is the excerpt of a create or an update of the link, made once
-// per link: the body is the same at every attempt.
-func (l *linkState) request(create bool) string {
+// per link: the body is the same at every attempt. It is the connector's
+// excerpt of the call (connector.Excerpt), masked by red as the
+// connector's redactor masks it: the body with our key at its sorted place.
+func (l *linkState) request(red *redact.Redactor, create bool) string {
+	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"syncdesk/1.0"}}
 	if create {
 		if l.createReq == "" {
-			l.createReq = "POST " + l.p.path + "\nContent-Type: application/json\nIdempotency-Key: " + l.idemKey +
-				"\nUser-Agent: syncdesk/1.0\n\n" + withKey(l.r.body, l.key)
+			h.Set("Idempotency-Key", l.idemKey)
+			l.createReq = connector.Excerpt(red, "POST "+l.p.path, h, withKey(l.r.body, l.key))
 		}
 		return l.createReq
 	}
 	if l.updateReq == "" {
-		l.updateReq = "PUT " + l.p.path + "/" + l.p.prefix + l.r.localID +
-			"\nContent-Type: application/json\nUser-Agent: syncdesk/1.0\n\n" + withKey(l.r.body, l.key)
+		l.updateReq = connector.Excerpt(red, "PUT "+l.p.path+"/"+l.p.prefix+l.r.localID, h, withKey(l.r.body, l.key))
 	}
 	return l.updateReq
 }
 
-// withKey adds our external key to a payload, as the connector does.
-func withKey(body, key string) string {
-	return `{"external_key":"` + key + `",` + body[1:]
+// withKey adds our external key to a payload, as the connector does: at
+// its sorted place among the payload's keys.
+func withKey(body, key string) []byte {
+	b, err := connector.WithKey([]byte(body), "external_key", key)
+	if err != nil {
+		panic(fmt.Sprintf("seed: a generated payload is not a JSON object: %v", err)) // the generator's own bug
+	}
+	return b
 }
 
 // finish appends the link's row in the state its story left it.

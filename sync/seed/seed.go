@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/sync/redact"
 )
 
 // Options say how much to seed and how.
@@ -26,6 +27,9 @@ type Options struct {
 	Rand *rand.Rand
 	// Progress, when set, is told the running totals after each batch.
 	Progress func(Counts)
+	// Redactor masks the request excerpts as the connector's masks them
+	// (default redact.New(nil): the fields every redactor masks).
+	Redactor *redact.Redactor
 }
 
 // Counts are the rows written so far.
@@ -143,6 +147,9 @@ func (o Options) withDefaults() (Options, error) {
 	o.Now = o.Now.UTC()
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(1, 2))
+	}
+	if o.Redactor == nil {
+		o.Redactor = redact.New(nil)
 	}
 	return o, nil
 }

@@ -2,6 +2,7 @@ package seed_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/connector"
+	"github.com/syncdesk/syncdesk/sync/redact"
 	"github.com/syncdesk/syncdesk/sync/seed"
 )
 
@@ -124,6 +127,27 @@ func checkCreateBodies(t *testing.T, db *gorm.DB) {
 	require.NoError(t, db.Raw(`SELECT COUNT(*) FROM external_map l JOIN records r ON r.local_type = l.local_type
 		AND r.local_id = l.local_id WHERE l.create_payload <> '' AND l.create_payload <> r.payload`).Scan(&differ).Error)
 	require.Zero(t, differ, "frozen create bodies that are not their record's payload")
+
+	// The request excerpts show the body the connector sends, the record's
+	// payload with our key at its sorted place, masked as the connector's
+	// excerpts are: no customer's email reaches the attempt log.
+	var sent []struct{ Payload, ExternalKey, RequestExcerpt string }
+	require.NoError(t, db.Raw(`SELECT r.payload, l.external_key, a.request_excerpt FROM attempts a
+		JOIN external_map l ON l.id = a.link_id JOIN records r ON r.local_type = l.local_type AND r.local_id = l.local_id
+		ORDER BY a.id LIMIT 200`).Scan(&sent).Error)
+	require.NotEmpty(t, sent)
+	emails := 0
+	for _, a := range sent {
+		body, err := connector.WithKey([]byte(a.Payload), "external_key", a.ExternalKey)
+		require.NoError(t, err)
+		_, got, _ := strings.Cut(a.RequestExcerpt, "\n\n")
+		require.Equal(t, string(redact.New(nil).JSONPrefix(body, len(body))), got, "the request's body, as the connector logs it")
+		if strings.Contains(a.Payload, "@example.com") {
+			emails++
+			require.NotContains(t, a.RequestExcerpt, "@example.com")
+		}
+	}
+	require.Positive(t, emails, "some payloads carry a customer's email")
 }
 
 // checkOutcomes: a link's last attempt agrees with its status.
