@@ -164,6 +164,7 @@ func TestLinkDetailExplainsAnUnknownOutcome(t *testing.T) {
 	require.Contains(t, r.body, "looks the object up by its key <code>site_order_5</code> first")
 	require.Contains(t, r.body, "<code>order-5-create</code>")
 	require.Contains(t, r.body, "Unknown outcome")
+	require.Contains(t, r.body, `data-testid="no-answer">No answer came back.</p>`, "the attempt's answer box says there was none")
 	require.NotContains(t, r.body, "pw-123456", "the payload is redacted")
 	require.NotContains(t, r.body, "ana@example.com\"", "personal data is redacted")
 
