@@ -111,7 +111,7 @@ func OverviewPage(p Page, v Overview) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				} else {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<div class=\"table-scroll\"><table class=\"table\" data-testid=\"status-table\"><thead><tr><th scope=\"col\">Service</th>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<div class=\"table-scroll\"><table class=\"table table-tight\" data-testid=\"status-table\"><thead><tr><th scope=\"col\">Service</th>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

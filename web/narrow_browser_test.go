@@ -165,7 +165,17 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 	})()`))
 	require.NoError(t, err)
 	require.Equal(t, "Record", relabelled)
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 800), chromedp.Reload(), chromedp.WaitVisible(testid("links-table"))))
+	// On a desk's screen the overview's counts by status, eight columns
+	// beside the syncs in progress, show whole: no scrolling inside their card.
+	for _, width := range []int64{1366, 1180, 1100} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(width, 800),
+			chromedp.Navigate(d.srv.URL+"/"), chromedp.WaitVisible(testid("status-table"))))
+		hidden, err := chromedp.Run(ctx, chromedp.Evaluate[float64](
+			`(() => { const box = document.querySelector('[data-testid="status-table"]').parentElement; return box.scrollWidth - box.clientWidth; })()`))
+		require.NoError(t, err)
+		require.LessOrEqual(t, hidden, 0.0, "at %d px the counts by status scroll inside their card by %v px", width, hidden)
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 800), chromedp.Navigate(d.srv.URL+"/links"), chromedp.WaitVisible(testid("links-table"))))
 	header, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelector('[data-testid="links-table"] thead').getBoundingClientRect().height`))
 	require.NoError(t, err)
 	require.Greater(t, header, 10.0, "at 1366 px the links are a table with its header row")
