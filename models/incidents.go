@@ -100,6 +100,17 @@ func OpenIncident(db *gorm.DB, inc Incident, c IncidentChange) (opened bool, err
 	return opened, err
 }
 
+// RewordIncident brings the words of the open incident id up to date,
+// without a notification.
+func RewordIncident(db *gorm.DB, id int64, title, text string) error {
+	err := db.Model(&Incident{}).Where("id = ? AND resolved_at IS NULL", id).
+		Updates(map[string]any{"title": title, "text": text}).Error
+	if err != nil {
+		return fmt.Errorf("reword incident %d: %w", id, err)
+	}
+	return nil
+}
+
 // RepeatIncident marks the open incident id notified again at c.At, if
 // its last notification is still the one at last, and queues a "still
 // open" per channel; false when another instance repeated it first or it

@@ -134,10 +134,15 @@ func (a *Alerts) open(db *gorm.DB, f finding, now time.Time) error {
 }
 
 // repeat sends an open incident again once the repeat interval has passed
-// since it was last sent.
+// since it was last sent. Until then its words follow what the check finds
+// (the Alerts page shows "crm has 213 failed links", not the 65 it opened
+// with), and nobody is told.
 func (a *Alerts) repeat(db *gorm.DB, inc models.Incident, f finding, now time.Time) error {
 	if now.Sub(inc.NotifiedAt) < a.cfg.Repeat {
-		return nil
+		if f.title == inc.Title && f.text == inc.Text {
+			return nil
+		}
+		return models.RewordIncident(db, inc.ID, f.title, f.text)
 	}
 	_, err := models.RepeatIncident(db, inc.ID, inc.NotifiedAt,
 		models.IncidentChange{State: string(notify.Repeated), Title: f.title, Text: f.text, Channels: a.names, At: now})

@@ -59,7 +59,7 @@ var ruleCases = []ruleCase{
 			require.NoError(t, models.RecordRefusals(b.db, "stripe", models.RefusedShape, 50, b.clock.Now(), "not JSON"))
 		},
 		clear: func(t *testing.T, b *bundle) { b.clock.Advance(10 * time.Minute) }},
-	{name: "reconciliation waiting for a person", rule: ReconcileWaiting, subject: "crm", title: "has 1 findings for a person",
+	{name: "reconciliation waiting for a person", rule: ReconcileWaiting, subject: "crm", title: "has 1 finding for a person",
 		cause: func(t *testing.T, b *bundle) {
 			run := models.ReconciliationRun{Service: "crm", Status: models.RunCompleted, TriggeredBy: "schedule", StartedAt: b.clock.Now()}
 			require.NoError(t, b.db.Create(&run).Error)
@@ -139,6 +139,34 @@ func driveRule(t *testing.T, b *bundle, tc ruleCase, sent func(t *testing.T, wan
 	require.NoError(t, err)
 	require.Empty(t, open)
 	return incident
+}
+
+// Between notifications an open incident's words follow what the check
+// finds, so the Alerts page never shows an old count; nobody is told of
+// the change until the repeat, which carries the new words.
+func TestAnOpenIncidentsWordsFollowTheCount(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{Repeat: 10 * time.Minute})
+		addLinks(t, db, "crm", models.StatusFailed, 60, b.clock.Now())
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		b.step(t)
+		b.clock.Advance(time.Minute)
+		addLinks(t, db, "crm", models.StatusFailed, 40, b.clock.Now())
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		b.step(t)
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Len(t, open, 1)
+		require.Equal(t, "crm has 100 failed links", open[0].Title)
+		require.Contains(t, open[0].Text, "More than 50 links of crm failed")
+		require.Equal(t, []notify.State{notify.Opened}, b.states(), "nobody is told before the repeat")
+		require.Contains(t, b.rec.messages()[0].Title, "crm has 60 failed links", "the opening's notification keeps its words")
+
+		b.clock.Advance(10 * time.Minute)
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened, notify.Repeated}, b.states())
+		require.Contains(t, b.rec.messages()[1].Title, "crm has 100 failed links")
+	})
 }
 
 // A paused service's links wait on purpose: the service_paused rule says
