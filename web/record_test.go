@@ -64,6 +64,9 @@ func TestRecordTimelineHoldsAttemptsWebhooksAndAuditInOrder(t *testing.T) {
 
 		r = op.get("/records/order/1")
 		require.Equal(t, http.StatusOK, r.status)
+		links := between(t, r.body, `data-testid="links-table"`, "</table>")
+		require.NotContains(t, links, ">Record</th>", "the record's own page does not name it on every row")
+		require.Contains(t, links, fmt.Sprintf(`<a href="/links/%d">crm</a>`, l.ID), "the service leads to its link's page")
 		var kinds []string
 		for _, m := range timelineKinds.FindAllStringSubmatch(r.body, -1) {
 			kinds = append(kinds, m[1])
