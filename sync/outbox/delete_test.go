@@ -415,7 +415,7 @@ func TestAFinishForgetsWhatItsLeaseWasSending(t *testing.T) {
 		e.remove("order", "1")
 		claimed := e.claimLost("worker/1", true)
 		require.True(t, e.link("order", "1", "crm").LeaseDeletes)
-		j := job{link: claimed.Link, deleted: true}
+		j := job{link: claimed.Link}
 		_, err := models.FinishLinks(db, []models.LinkOutcome{handBack(j, e.clock.Now())}, e.clock.Now())
 		require.NoError(t, err)
 		l := e.link("order", "1", "crm")

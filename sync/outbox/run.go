@@ -233,7 +233,7 @@ func (p *pipe) queue(links []models.ClaimedLink, now time.Time, probe bool) {
 	p.e.observeClaim(links, now)
 	p.claimed(len(links))
 	for _, l := range links {
-		p.jobs <- job{link: l.Link, payload: l.Payload, hash: l.ContentHash, probe: probe, deleted: l.LeaseDeletes, requested: l.Requested}
+		p.jobs <- job{link: l.Link, payload: l.Payload, hash: l.ContentHash, probe: probe, requested: l.Requested}
 	}
 }
 

@@ -17,7 +17,6 @@ type job struct {
 	payload string // the record's current canonical payload
 	hash    string
 	probe   bool // sent to test a paused service's provider
-	deleted bool // the record is deleted: the object is to go
 	// requested: a person asked for this sync (Sync now), and the send,
 	// once made, answers them.
 	requested bool
@@ -59,7 +58,7 @@ type sender struct {
 func (s *sender) run(ctx context.Context) {
 	l := s.j.link
 	conn := s.svc.Conn
-	if s.j.deleted {
+	if l.LeaseDeletes { // the record was deleted when claimed: the object is to go
 		s.remove(ctx)
 		return
 	}
