@@ -156,18 +156,26 @@ func (g *gen) attempt(b *batch, l *linkState, f *failure, number int, at time.Ti
 // excerpt of the call (connector.Excerpt), masked by red as the
 // connector's redactor masks it: the body with our key at its sorted place.
 func (l *linkState) request(red *redact.Redactor, create bool) string {
-	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"syncdesk/1.0"}}
 	if create {
 		if l.createReq == "" {
-			h.Set("Idempotency-Key", l.idemKey)
-			l.createReq = connector.Excerpt(red, "POST "+l.p.path, h, withKey(l.r.body, l.key))
+			l.createReq = l.excerpt(red, "POST "+l.p.path, l.idemKey)
 		}
 		return l.createReq
 	}
 	if l.updateReq == "" {
-		l.updateReq = connector.Excerpt(red, "PUT "+l.p.path+"/"+l.p.prefix+l.r.localID, h, withKey(l.r.body, l.key))
+		l.updateReq = l.excerpt(red, "PUT "+l.p.path+"/"+l.p.prefix+l.r.localID, "")
 	}
 	return l.updateReq
+}
+
+// excerpt is the connector's excerpt of one call of the link, with an
+// Idempotency-Key header when idemKey is not "".
+func (l *linkState) excerpt(red *redact.Redactor, line, idemKey string) string {
+	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"syncdesk/1.0"}}
+	if idemKey != "" {
+		h.Set("Idempotency-Key", idemKey)
+	}
+	return connector.Excerpt(red, line, h, withKey(l.r.body, l.key))
 }
 
 // withKey adds our external key to a payload, as the connector does: at
