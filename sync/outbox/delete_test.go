@@ -70,6 +70,17 @@ func (e *env) lostDelete() models.Link {
 	return first
 }
 
+// deleteAnswerLost deletes order 1 and sends the delete, whose answer the
+// CRM drops after it took effect; it returns the link as it was synced.
+func (e *env) deleteAnswerLost() models.Link {
+	e.t.Helper()
+	first := e.link("order", "1", "crm")
+	e.crm.Script(sandbox.DropAfterCommit())
+	e.remove("order", "1")
+	require.NoError(e.t, e.eng.Drain(context.Background()))
+	return first
+}
+
 // rescueLost lets the lost send's lease run out and rescues its link.
 func (e *env) rescueLost() {
 	e.t.Helper()
@@ -267,10 +278,7 @@ func TestADeleteOfNoRecordIsNotFound(t *testing.T) {
 func TestARecordWrittenAgainAfterADeleteWhoseAnswerWasLostIsCreatedAnew(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := syncedOrder(t, db)
-		first := e.link("order", "1", "crm")
-		e.crm.Script(sandbox.DropAfterCommit())
-		e.remove("order", "1")
-		require.NoError(t, e.eng.Drain(context.Background()))
+		first := e.deleteAnswerLost()
 		l := e.link("order", "1", "crm")
 		require.Equal(t, models.StatusRetry, l.Status, "the delete's outcome is unknown")
 		require.Zero(t, e.crm.CountByKey("site_order_1"), "but it took effect")
@@ -299,10 +307,7 @@ func TestARecordWrittenAgainAfterADeleteWhoseAnswerWasLostIsCreatedAnew(t *testi
 func TestARecreateWhoseAnswerWasLostIsDeletedWithItsRecord(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := syncedOrder(t, db)
-		first := e.link("order", "1", "crm")
-		e.crm.Script(sandbox.DropAfterCommit())
-		e.remove("order", "1")
-		require.NoError(t, e.eng.Drain(context.Background()))
+		first := e.deleteAnswerLost()
 		require.Zero(t, e.crm.CountByKey("site_order_1"), "the lost delete took effect")
 
 		// The update finds no object; the lookup finds none; the create's
