@@ -30,6 +30,27 @@ func RecordEvent(tx *gorm.DB, ev ProcessedEvent) (bool, error) {
 	return res.RowsAffected == 1, nil
 }
 
+// HoldEvent keeps every other delivery of an event from applying it until
+// tx ends, then says whether the event is stored, and with which outcome,
+// as the delivery that held it before left it. On Postgres it takes an
+// advisory lock on the event's id (migrations/postgres/0029_hold_event.sql);
+// on SQLite tx holds the database's one write lock already, and it reads.
+func HoldEvent(tx *gorm.DB, provider, eventID string) (outcome string, stored bool, err error) {
+	var got *string
+	if Dialect(tx) == Postgres {
+		err = tx.Raw("SELECT syncdesk_hold_event(?, ?)", provider, eventID).Scan(&got).Error
+	} else {
+		err = tx.Raw("SELECT outcome FROM processed_events WHERE provider = ? AND event_id = ?", provider, eventID).Scan(&got).Error
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("hold event %s/%s: %w", provider, eventID, err)
+	}
+	if got == nil {
+		return "", false, nil
+	}
+	return *got, true, nil
+}
+
 // CountDuplicate notes one more delivery of an event already processed.
 func CountDuplicate(tx *gorm.DB, provider, eventID string, now time.Time) error {
 	return tx.Model(&ProcessedEvent{}).Where("provider = ? AND event_id = ?", provider, eventID).

@@ -44,3 +44,73 @@ func TestAddDuplicatesWritesEachCountOnItsEvent(t *testing.T) {
 		}
 	})
 }
+
+// On Postgres a delivery that holds an event keeps a second one waiting
+// until it commits, and the second then reads the event the first stored:
+// the read is taken after the lock, not when the statement began. Another
+// event is not held up meanwhile.
+func TestHoldEventWaitsForTheHolderAndSeesWhatItStored(t *testing.T) {
+	db := dbtest.Postgres(t)
+	first := db.Begin()
+	defer first.Rollback()
+	_, stored, err := models.HoldEvent(first, "stripe", "evt_held")
+	require.NoError(t, err)
+	require.False(t, stored)
+
+	type held struct {
+		outcome string
+		stored  bool
+		err     error
+	}
+	second := make(chan held, 1)
+	go func() {
+		tx := db.Begin()
+		defer tx.Rollback()
+		outcome, stored, err := models.HoldEvent(tx, "stripe", "evt_held")
+		second <- held{outcome, stored, err}
+	}()
+	other := db.Begin()
+	_, stored, err = models.HoldEvent(other, "stripe", "evt_other")
+	require.NoError(t, err, "another event is not held up")
+	require.False(t, stored)
+	require.NoError(t, other.Commit().Error)
+	select {
+	case h := <-second:
+		t.Fatalf("the second delivery went on while the first held the event: %+v", h)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	inserted, err := models.RecordEvent(first, models.ProcessedEvent{Provider: "stripe", EventID: "evt_held", EventType: "payment.succeeded",
+		ReceivedAt: time.Now(), Outcome: models.EventFailed, Payload: "{}"})
+	require.NoError(t, err)
+	require.True(t, inserted)
+	require.NoError(t, first.Commit().Error)
+	select {
+	case h := <-second:
+		require.NoError(t, h.err)
+		require.True(t, h.stored, "the second delivery sees the event the first stored")
+		require.Equal(t, models.EventFailed, h.outcome)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second delivery still waits after the first committed")
+	}
+}
+
+// On both databases HoldEvent says whether the event is stored, with its
+// outcome.
+func TestHoldEventReadsTheStoredOutcome(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		_, stored, err := models.HoldEvent(db, "stripe", "evt_1")
+		require.NoError(t, err)
+		require.False(t, stored)
+		_, err = models.RecordEvent(db, models.ProcessedEvent{Provider: "stripe", EventID: "evt_1", EventType: "payment.succeeded",
+			ReceivedAt: time.Now(), Outcome: models.EventIgnored, Payload: "{}"})
+		require.NoError(t, err)
+		outcome, stored, err := models.HoldEvent(db, "stripe", "evt_1")
+		require.NoError(t, err)
+		require.True(t, stored)
+		require.Equal(t, models.EventIgnored, outcome)
+		_, stored, err = models.HoldEvent(db, "crm", "evt_1")
+		require.NoError(t, err)
+		require.False(t, stored, "another service's event of the same id is another event")
+	})
+}

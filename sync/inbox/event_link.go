@@ -13,7 +13,7 @@ import (
 // so that a record's page lists the webhooks about it by an index, without
 // reading payloads. Effects find their link through linkOf alone; it notes
 // the link in a holder that apply puts in the transaction's context, and
-// apply writes it with the outcome, in the same UPDATE.
+// apply writes it with the outcome.
 
 type eventLinkKey struct{}
 
