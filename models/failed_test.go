@@ -40,7 +40,7 @@ func TestFailedQueriesUseThePartialIndexes(t *testing.T) {
 		return b.String()
 	}
 	for index, f := range map[string]func(dry *gorm.DB){
-		"external_map_failed_updated_idx":  func(dry *gorm.DB) { _, _ = models.NewestFailures(dry, 8) },
+		"external_map_failed_at_idx":       func(dry *gorm.DB) { _, _ = models.NewestFailures(dry, 8) },
 		"external_map_failed_group_id_idx": func(dry *gorm.DB) { _, _ = models.FailedIDs(dry, "crm · HTTP 422 · …", false, 200) },
 		"external_map_aside_group_id_idx":  func(dry *gorm.DB) { _, _ = models.FailedIDs(dry, "crm · HTTP 422 · …", true, 200) },
 	} {
@@ -50,4 +50,56 @@ func TestFailedQueriesUseThePartialIndexes(t *testing.T) {
 	}
 	p := plan(func(dry *gorm.DB) { _ = models.RefreshFailedGroups(dry, time.Now()) })
 	require.Contains(t, p, "external_map_failed_group_id_idx", p)
+}
+
+// Newest failures go by when each link failed, not by its last write: a
+// webhook about a failed link's object (which writes the link and leaves
+// it failed) does not bring the link to the top as just failed. Each way
+// into failed sets the time: a link stored failed, one an operator marks
+// failed, one that fails again after a retry.
+func TestNewestFailuresGoByWhenEachLinkFailed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		at := func(minutes int) time.Time { return effectsNow.Add(time.Duration(minutes) * time.Minute) }
+		// stored: failed an hour before effectsNow, as effectLink stores it.
+		stored := effectLink(t, db, "1", "crm", models.StatusFailed)
+		marked := effectLink(t, db, "2", "crm", models.StatusRetry)
+		_, err := models.MarkFailed(db, marked.ID, "ada@example.com", "bad address", at(10))
+		require.NoError(t, err)
+		again := effectLink(t, db, "3", "crm", models.StatusFailed)
+		require.NoError(t, db.Model(&models.Link{}).Where("id = ?", again.ID).Updates(map[string]any{"status": models.StatusRetry, "updated_at": at(5)}).Error)
+		require.NoError(t, db.Model(&models.Link{}).Where("id = ?", again.ID).Updates(map[string]any{"status": models.StatusFailed, "updated_at": at(20)}).Error)
+
+		// The webhook's write, after all of them.
+		require.NoError(t, models.AdoptProviderState(db, &stored, stored.ExternalID, "h-held", "h-record", at(30)))
+		got, err := models.NewestFailures(db, 8)
+		require.NoError(t, err)
+		var order []string
+		for _, l := range got {
+			order = append(order, l.LocalID)
+		}
+		require.Equal(t, []string{"3", "2", "1"}, order, "newest failure first")
+		want := map[string]time.Time{"1": effectsBefore, "2": at(10), "3": at(20)}
+		for _, l := range got {
+			require.NotNil(t, l.FailedAt, "order/%s", l.LocalID)
+			require.True(t, want[l.LocalID].Equal(*l.FailedAt), "order/%s failed at %s, want %s", l.LocalID, l.FailedAt, want[l.LocalID])
+		}
+		require.True(t, got[2].UpdatedAt.Equal(at(30)), "the webhook's write is still the link's last change")
+	})
+}
+
+// On Postgres a webhook's note of what the provider holds, on a synced
+// link, changes no indexed column any more (Newest failures reads failed_at,
+// not updated_at): it is a HOT update, which writes none of the table's
+// sixteen indexes.
+func TestAWebhookNoteOnASyncedLinkIsAHOTUpdate(t *testing.T) {
+	db := dbtest.Postgres(t)
+	l := effectLink(t, db, "1", "crm", models.StatusSuccess)
+	tx := db.Begin()
+	defer tx.Rollback()
+	require.NoError(t, models.AdoptProviderState(tx, &l, l.ExternalID, "h-held", "h-record", effectsNow))
+	var updated, hot int64
+	require.NoError(t, tx.Raw(`SELECT pg_stat_get_xact_tuples_updated('external_map'::regclass),
+		pg_stat_get_xact_tuples_hot_updated('external_map'::regclass)`).Row().Scan(&updated, &hot))
+	require.EqualValues(t, 1, updated)
+	require.EqualValues(t, 1, hot, "the link's update wrote its indexes")
 }

@@ -76,6 +76,10 @@ type Link struct {
 	PutAsideAt     *time.Time
 	PutAsideBy     string
 	PutAsideReason string
+	// FailedAt is when the link last entered failed (a trigger sets it:
+	// migrations 0030), nil for one that never failed. Other writes leave
+	// it, so a failed link's age shows whatever touches the link later.
+	FailedAt *time.Time
 	// TraceParent is the W3C traceparent of the request that last queued
 	// the link's push ("" for none): its send's spans join that trace.
 	TraceParent string

@@ -139,10 +139,11 @@ func AttemptHours(db *gorm.DB, since time.Time) ([]StatAttemptHour, error) {
 	return out, db.Where("hour >= ?", since).Order("hour, outcome").Find(&out).Error
 }
 
-// NewestFailures returns the most recently failed links.
+// NewestFailures returns the most recently failed links, by when they
+// failed.
 func NewestFailures(db *gorm.DB, limit int) ([]Link, error) {
 	var out []Link
-	return out, failedLinks(db, "external_map_failed_updated_idx").Order("updated_at DESC").Limit(limit).Find(&out).Error
+	return out, failedLinks(db, "external_map_failed_at_idx").Order("failed_at DESC").Limit(limit).Find(&out).Error
 }
 
 // InProgressRows returns the syncs under way (see liveSyncs) of services

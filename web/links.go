@@ -96,6 +96,9 @@ func linkRow(l models.Link) views.LinkRow {
 	if l.PutAsideAt != nil {
 		r.PutAsideBy, r.PutAsideAt, r.PutAsideReason = l.PutAsideBy, *l.PutAsideAt, l.PutAsideReason
 	}
+	if l.FailedAt != nil {
+		r.FailedAt = *l.FailedAt
+	}
 	return r
 }
 
