@@ -16,8 +16,10 @@ var (
 	groupStatus = regexp.MustCompile(`^HTTP \d{3}: `) // already in the group's code column
 )
 
-// ErrorGroup is a failure's fingerprint: the service, the HTTP code and the
-// message with ids, quoted values and numbers stripped, so that a thousand
+// ErrorGroup is a failure's fingerprint: the service, the HTTP code (none
+// when no answer came: the message says why, be it a timeout, a link never
+// sent, or a person) and the message with ids, quoted values and numbers
+// stripped, so that a thousand
 // "deal 123 not found" are one group a person can act on once.
 func ErrorGroup(service string, httpCode int, message string) string {
 	m := groupQuoted.ReplaceAllString(groupStatus.ReplaceAllString(message, ""), `"…"`)
@@ -28,9 +30,8 @@ func ErrorGroup(service string, httpCode int, message string) string {
 	if len(m) > 160 {
 		m = m[:160] + "…"
 	}
-	code := "no answer"
-	if httpCode > 0 {
-		code = fmt.Sprintf("HTTP %d", httpCode)
+	if httpCode == 0 {
+		return service + " · " + m
 	}
-	return service + " · " + code + " · " + m
+	return service + " · " + fmt.Sprintf("HTTP %d", httpCode) + " · " + m
 }

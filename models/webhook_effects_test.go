@@ -90,7 +90,7 @@ func TestMarkRemoteDeletedNeverOverwritesALinkBeingSent(t *testing.T) {
 			require.True(t, got.RemoteDeletedAt.Equal(effectsNow))
 			require.Equal(t, "crm reports deal_1 deleted (event evt_7).", got.LastError)
 			require.Zero(t, got.LastHTTPCode)
-			require.Equal(t, "crm · no answer · deleted remotely: re-create after confirming", got.ErrorGroup)
+			require.Equal(t, "crm · deleted remotely: re-create after confirming", got.ErrorGroup)
 		}
 	})
 }

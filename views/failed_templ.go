@@ -167,7 +167,7 @@ func FailedPage(p Page, v Failed) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, " A group is one service, one HTTP code and one message with the ids taken out.</p><div class=\"table-scroll\"><table class=\"table\" data-testid=\"failed-groups\"><thead><tr><th scope=\"col\">What went wrong</th><th scope=\"col\" class=\"num\">Links</th><th scope=\"col\">Example record</th><th scope=\"col\"><span class=\"sr-only\">Actions</span></th></tr></thead> <tbody>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, " A group is one service, the HTTP code it answered (if it answered) and one message with the ids taken out.</p><div class=\"table-scroll\"><table class=\"table\" data-testid=\"failed-groups\"><thead><tr><th scope=\"col\">What went wrong</th><th scope=\"col\" class=\"num\">Links</th><th scope=\"col\">Example record</th><th scope=\"col\"><span class=\"sr-only\">Actions</span></th></tr></thead> <tbody>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
