@@ -160,16 +160,6 @@ func EventOutcomes(db *gorm.DB, provider string, ids []string) (map[string]strin
 	return out, nil
 }
 
-// SetEventOutcome writes what applying an event did, and the link its
-// effect found (nil: none).
-func SetEventOutcome(tx *gorm.DB, provider, eventID, outcome, note string, linkID *int64) error {
-	set := map[string]any{"outcome": outcome, "error": note}
-	if linkID != nil {
-		set["link_id"] = *linkID
-	}
-	return tx.Model(&ProcessedEvent{}).Where("provider = ? AND event_id = ?", provider, eventID).Updates(set).Error
-}
-
 // EventByID finds a processed event.
 func EventByID(db *gorm.DB, provider, eventID string) (*ProcessedEvent, error) {
 	var ev ProcessedEvent

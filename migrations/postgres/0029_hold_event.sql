@@ -1,6 +1,6 @@
--- A delivery of one new event runs the event's effect first and stores the
--- event with its outcome in one insert, where it inserted the event, ran the
--- effect and wrote the outcome in a second write of the row. A concurrent
+-- A delivery runs each new event's effect first and stores the event with
+-- its outcome in one insert, where it inserted the event, ran the effect
+-- and wrote the outcome in a second write of the row. A concurrent
 -- delivery of the same event must then be kept from running the effect
 -- too: each first holds the event's id with a transaction-scoped advisory
 -- lock (class 72651003; migrations use 72651001, admin changes 72651002),

@@ -30,11 +30,10 @@ func (r *Receiver) receive(ctx context.Context, hk *hook, events []Event, batch 
 		}
 		return answer, nil
 	}
-	alone := len(events) == 1
 	err = r.write(ctx, func(tx *gorm.DB) error {
 		for i, in := range events {
 			var err error
-			if answer.Events[i], err = r.apply(ctx, tx, hk, in, payloads[i], reds[i], now, alone); err != nil {
+			if answer.Events[i], err = r.apply(ctx, tx, hk, in, payloads[i], reds[i], now); err != nil {
 				return err
 			}
 		}
@@ -75,18 +74,15 @@ func (r *Receiver) write(ctx context.Context, fn func(tx *gorm.DB) error) error 
 
 // apply records the event and, when it is new, runs its effect; a
 // duplicate only counts. Both in the caller's transaction; payload is the
-// redacted body, alone says the delivery carries no other event. An event
-// with no effect is stored with its outcome in its insert.
-func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk *hook, in Event, payload string, red *redact.Redactor, now time.Time, alone bool) (Result, error) {
+// redacted body. An event with no effect is stored with its outcome in its
+// insert.
+func (r *Receiver) apply(ctx context.Context, tx *gorm.DB, hk *hook, in Event, payload string, red *redact.Redactor, now time.Time) (Result, error) {
 	row := models.ProcessedEvent{Provider: in.Service, EventID: in.ID, EventType: in.Type, ReceivedAt: now, Payload: payload}
 	fx, ok := hk.effectFor(in.Type)
 	if !ok {
 		note := noEffect(in.Type)
 		row.Outcome, row.Error = models.EventIgnored, red.Text(note)
 		return r.insert(tx, row, note, now)
-	}
-	if r.group == nil && !alone {
-		return r.applyLocked(ctx, tx, fx, row, in, red, now)
 	}
 	return r.applyHeld(ctx, tx, fx, row, in, red, now)
 }
@@ -105,11 +101,13 @@ func (r *Receiver) insert(tx *gorm.DB, row models.ProcessedEvent, note string, n
 // can apply it until this transaction ends, runs the effect and stores the
 // event with its outcome in one insert. On SQLite the group commit's
 // transaction holds the database's write lock (BEGIN IMMEDIATE), which does
-// that; on Postgres a lock on the event's id does, for a delivery of one
-// event. The insert stays insert-or-ignore, the guard should that ever not
-// hold (an instance of an earlier version, which inserts first, delivering
-// the same event at once): the delivery then fails, its effect is rolled
-// back with it, and the provider's re-send is a duplicate.
+// that; on Postgres a lock on the event's id does. A list's events are held
+// in the list's order, as they were inserted when the insert came first.
+// The insert stays insert-or-ignore, the guard should that ever not hold
+// (an instance of an earlier version, which inserted first and wrote the
+// outcome after, delivering the same event at once): the delivery then
+// fails, its effect is rolled back with it, and the provider's re-send is a
+// duplicate.
 func (r *Receiver) applyHeld(ctx context.Context, tx *gorm.DB, fx Effect, row models.ProcessedEvent, in Event, red *redact.Redactor, now time.Time) (Result, error) {
 	if _, stored, err := models.HoldEvent(tx, in.Service, in.ID); err != nil || stored {
 		return r.duplicateInTx(tx, in.Service, in.ID, now, err) // an earlier delivery of this group, or a raced one
@@ -126,28 +124,6 @@ func (r *Receiver) applyHeld(ctx context.Context, tx *gorm.DB, fx Effect, row mo
 		err = fmt.Errorf("event %s/%s was stored while its effect ran", in.Service, in.ID)
 	}
 	return Result{EventID: in.ID, Outcome: outcome, Note: note}, err
-}
-
-// applyLocked is apply on Postgres for a delivery of several events: the
-// inserts come first, in the list's order, so that a concurrent delivery
-// of the same event waits on its key instead of running the effect too,
-// and each outcome follows in an UPDATE. (A list would hold its events one
-// lock each, for a write saved per event; deliveries of one event, the
-// common case, are where that counts.)
-func (r *Receiver) applyLocked(ctx context.Context, tx *gorm.DB, fx Effect, row models.ProcessedEvent, in Event, red *redact.Redactor, now time.Time) (Result, error) {
-	row.Outcome = models.EventApplied
-	inserted, err := models.RecordEvent(tx, row)
-	if err != nil || !inserted {
-		return r.duplicateInTx(tx, in.Service, in.ID, now, err)
-	}
-	ftx, found := withEventLink(tx)
-	res := Result{EventID: in.ID}
-	note, err := fx(ctx, ftx, in, now)
-	res.Outcome, res.Note, err = outcomeOf(in, note, err)
-	if err != nil {
-		return res, err
-	}
-	return res, models.SetEventOutcome(tx, in.Service, in.ID, res.Outcome, red.Text(res.Note), found.id)
 }
 
 // duplicateInTx answers a delivery that met its event stored inside the
