@@ -19,8 +19,8 @@ var (
 // ErrorGroup is a failure's fingerprint: the service, the HTTP code (none
 // when no answer came: the message says why, be it a timeout, a link never
 // sent, or a person) and the message with ids, quoted values and numbers
-// stripped, so that a thousand
-// "deal 123 not found" are one group a person can act on once.
+// stripped, so that a thousand "deal 123 not found" are one group a person
+// can act on once.
 func ErrorGroup(service string, httpCode int, message string) string {
 	m := groupQuoted.ReplaceAllString(groupStatus.ReplaceAllString(message, ""), `"…"`)
 	m = groupIDs.ReplaceAllString(m, "ID")
@@ -33,5 +33,5 @@ func ErrorGroup(service string, httpCode int, message string) string {
 	if httpCode == 0 {
 		return service + " · " + m
 	}
-	return service + " · " + fmt.Sprintf("HTTP %d", httpCode) + " · " + m
+	return fmt.Sprintf("%s · HTTP %d · %s", service, httpCode, m)
 }

@@ -78,7 +78,7 @@ type Link struct {
 	PutAsideReason string
 	// FailedAt is when the link last entered failed (a trigger sets it:
 	// migrations 0030), nil for one that never failed. Other writes leave
-	// it, so a failed link's age shows whatever touches the link later.
+	// it: a failed link keeps its age whatever touches it later.
 	FailedAt *time.Time
 	// TraceParent is the W3C traceparent of the request that last queued
 	// the link's push ("" for none): its send's spans join that trace.
