@@ -36,13 +36,13 @@ func RecordEvent(tx *gorm.DB, ev ProcessedEvent) (bool, error) {
 // advisory lock on the event's id (migrations/postgres/0029_hold_event.sql);
 // on SQLite tx holds the database's one write lock already, and it reads.
 func HoldEvent(tx *gorm.DB, provider, eventID string) (outcome string, stored bool, err error) {
-	var got *string
-	if Dialect(tx) == Postgres {
-		err = tx.Raw("SELECT syncdesk_hold_event(?, ?)", provider, eventID).Scan(&got).Error
-	} else {
-		err = tx.Raw("SELECT outcome FROM processed_events WHERE provider = ? AND event_id = ?", provider, eventID).Scan(&got).Error
+	if Dialect(tx) != Postgres {
+		known, err := EventOutcomes(tx, provider, []string{eventID})
+		outcome, stored = known[eventID]
+		return outcome, stored, err
 	}
-	if err != nil {
+	var got *string
+	if err := tx.Raw("SELECT syncdesk_hold_event(?, ?)", provider, eventID).Scan(&got).Error; err != nil {
 		return "", false, fmt.Errorf("hold event %s/%s: %w", provider, eventID, err)
 	}
 	if got == nil {

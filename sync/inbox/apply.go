@@ -109,8 +109,12 @@ func (r *Receiver) insert(tx *gorm.DB, row models.ProcessedEvent, note string, n
 // fails, its effect is rolled back with it, and the provider's re-send is a
 // duplicate.
 func (r *Receiver) applyHeld(ctx context.Context, tx *gorm.DB, fx Effect, row models.ProcessedEvent, in Event, red *redact.Redactor, now time.Time) (Result, error) {
-	if _, stored, err := models.HoldEvent(tx, in.Service, in.ID); err != nil || stored {
-		return r.duplicateInTx(tx, in.Service, in.ID, now, err) // an earlier delivery of this group, or a raced one
+	first, stored, err := models.HoldEvent(tx, in.Service, in.ID)
+	if err != nil {
+		return Result{EventID: in.ID}, err
+	}
+	if stored { // an earlier delivery of this group, or a raced one: counted here, answered with its outcome
+		return Result{EventID: in.ID, Duplicate: true, Outcome: first}, models.CountDuplicate(tx, in.Service, in.ID, now)
 	}
 	ftx, found := withEventLink(tx) // h-recon: which link the effect found (event_link.go)
 	note, err := fx(ctx, ftx, in, now)
