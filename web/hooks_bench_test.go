@@ -385,10 +385,9 @@ func rawTxs(b *testing.B, db *gorm.DB, order []int) {
 }
 
 // rawTx is one delivery's own transaction as inbox.Receiver ran it before
-// issue 18: decode
-// the verified body and redact it, then in one transaction insert-or-ignore
-// the event and either count the duplicate and read the first outcome, or
-// apply the effect and write its outcome. The receiver now answers a re-send
+// issue 18: decode the verified body and redact it, then in one transaction
+// insert-or-ignore the event and either count the duplicate and read the
+// first outcome, or apply the effect and write its outcome. The receiver now answers a re-send
 // from a read and, on SQLite, commits concurrent deliveries together
 // (sync/inbox/apply.go, groupcommit.go), so it can beat this baseline.
 func rawTx(ctx context.Context, db *gorm.DB, fx inbox.Effect, red *redact.Redactor, body []byte) error {
