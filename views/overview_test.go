@@ -19,7 +19,7 @@ func text(html string) string {
 
 // Newest failures say when each link failed, not when it was last written;
 // a sync in progress reads "since 2 min ago, by scheduler", its comma
-// against the time.
+// against the time; the list says how many it leaves out.
 func TestOverviewSaysWhenALinkFailedAndWhoStartedASync(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	p := Page{Title: "Overview", Now: now, Viewer: Viewer{Email: "ana@example.com"}}
@@ -27,7 +27,7 @@ func TestOverviewSaysWhenALinkFailedAndWhoStartedASync(t *testing.T) {
 		Failures: []LinkRow{{ID: 7, LocalType: "order", LocalID: "7", Service: "crm", Status: "failed", LastError: "HTTP 422: title is required",
 			FailedAt: now.Add(-40 * time.Minute), UpdatedAt: now.Add(-10 * time.Second)}},
 		InProgress:      []InProgressRow{{Service: "crm", LocalType: "order", LocalID: "9", By: "scheduler", Since: now.Add(-2 * time.Minute)}},
-		InProgressTotal: 1,
+		InProgressTotal: 24,
 	}
 	var b strings.Builder
 	require.NoError(t, OverviewPage(p, v).Render(context.Background(), &b))
@@ -35,4 +35,22 @@ func TestOverviewSaysWhenALinkFailedAndWhoStartedASync(t *testing.T) {
 	require.Contains(t, got, "order 7 crm HTTP 422: title is required 40 min ago")
 	require.NotContains(t, got, "10 s ago")
 	require.Contains(t, got, "order 9 → crm since 2 min ago, by scheduler")
+	// Each sync names its record, a link to its page, and the count above
+	// the list is not left unexplained when the list shows fewer.
+	require.Contains(t, b.String(), `<a href="/records/order/9">order 9</a>`)
+	require.Contains(t, got, "23 more not shown here. All links being sent →")
+	require.Contains(t, b.String(), `href="/links?status=processing"`)
+}
+
+// A list that shows every sync in progress says nothing more.
+func TestOverviewSaysNoMoreWhenTheListIsWhole(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	p := Page{Title: "Overview", Now: now, Viewer: Viewer{Email: "ana@example.com"}}
+	v := Overview{
+		InProgress:      []InProgressRow{{Service: "crm", LocalType: "order", LocalID: "9", By: "scheduler", Since: now.Add(-time.Minute)}},
+		InProgressTotal: 1,
+	}
+	var b strings.Builder
+	require.NoError(t, OverviewPage(p, v).Render(context.Background(), &b))
+	require.NotContains(t, b.String(), "in-progress-more")
 }
