@@ -69,6 +69,10 @@ func AdoptProviderState(tx *gorm.DB, l *Link, externalID, heldHash, recordHash s
 	switch {
 	case l.ExternalID == "" && externalID != "":
 		updates["external_id"], updates["needs_lookup"], updates["create_payload"] = externalID, false, ""
+		// The object adopted is the one a create of ours made. A delete of
+		// ours whose outcome was unknown was of an earlier object: should
+		// this one go missing, somebody else deleted it (Link.DeleteUnknown).
+		updates["delete_unknown"] = false
 		updates["pushed_hash"], updates["last_error"], updates["attempts"] = heldHash, "", 0
 		updates["status"], updates["next_attempt_at"] = StatusNew, now
 		if heldHash == recordHash {

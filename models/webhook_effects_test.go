@@ -170,8 +170,9 @@ func TestAdoptRemoteObjectConcurrently(t *testing.T) {
 
 // A payment event gives a link that lost its create's answer the
 // provider's id, in success only when the provider holds what the record
-// does; a link in success takes the record's new hash; a link being sent
-// is left to its worker.
+// does, and no longer marked as after a delete whose outcome is unknown; a
+// link in success takes the record's new hash; a link being sent is left to
+// its worker.
 func TestAdoptProviderState(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		for _, tc := range []struct {
@@ -190,7 +191,11 @@ func TestAdoptProviderState(t *testing.T) {
 			{"in success, claimed since it was read", models.StatusSuccess, models.StatusProcessing, "pay_1", "", "h-new", models.StatusProcessing, "pay_1", "h-before", 2},
 			{"retrying, with an id", models.StatusRetry, models.StatusRetry, "pay_1", "", "h-new", models.StatusRetry, "pay_1", "h-before", 2},
 		} {
-			l := effectLink(t, db, tc.name, "payments", tc.status, func(l *models.Link) { l.ExternalID, l.NeedsLookup = tc.externalID, true })
+			// DeleteUnknown as after a delete of ours with its answer lost,
+			// then a create whose answer was lost too (the sender's recreate).
+			l := effectLink(t, db, tc.name, "payments", tc.status, func(l *models.Link) {
+				l.ExternalID, l.NeedsLookup, l.DeleteUnknown = tc.externalID, true, true
+			})
 			l.Status = tc.read
 			require.NoError(t, models.AdoptProviderState(db, &l, "pay_1", tc.held, tc.record, effectsNow), tc.name)
 			got, err := models.LinkByID(db, l.ID)
@@ -206,11 +211,15 @@ func TestAdoptProviderState(t *testing.T) {
 			require.True(t, got.UpdatedAt.Equal(effectsNow), tc.name)
 			if tc.externalID == "" { // adopted: the create is over
 				require.False(t, got.NeedsLookup, tc.name)
+				// The object adopted is the create's, made after that delete:
+				// should it go missing, somebody else deleted it.
+				require.False(t, got.DeleteUnknown, tc.name)
 				require.Empty(t, got.CreatePayload, tc.name)
 				require.Empty(t, got.LastError, tc.name)
 				require.True(t, got.NextAttemptAt.Equal(effectsNow), tc.name)
 			} else {
 				require.True(t, got.NeedsLookup, tc.name)
+				require.True(t, got.DeleteUnknown, tc.name)
 				require.Equal(t, "before", got.LastError, tc.name)
 			}
 		}
