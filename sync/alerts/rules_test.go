@@ -59,7 +59,15 @@ var ruleCases = []ruleCase{
 			require.NoError(t, models.RecordRefusals(b.db, "stripe", models.RefusedShape, 50, b.clock.Now(), "not JSON"))
 		},
 		clear: func(t *testing.T, b *bundle) { b.clock.Advance(10 * time.Minute) }},
-	{name: "reconciliation waiting for a person", rule: ReconcileWaiting, subject: "crm", title: "has 1 finding for a person",
+	{name: "reconciliation waiting for a confirmation", rule: ReconcileWaiting, subject: "crm", title: "Reconciliation run 1 of crm is waiting for someone to confirm it",
+		cause: func(t *testing.T, b *bundle) {
+			run := models.ReconciliationRun{Service: "crm", Status: models.RunAwaiting, TriggeredBy: "schedule", StartedAt: b.clock.Now()}
+			require.NoError(t, b.db.Create(&run).Error)
+		},
+		clear: func(t *testing.T, b *bundle) {
+			require.NoError(t, b.db.Model(&models.ReconciliationRun{}).Where("1 = 1").Update("status", models.RunCompleted).Error)
+		}},
+	{name: "reconciliation waiting for a person", rule: ReconcileWaiting, subject: "crm", title: "Reconciliation run 1 of crm has 1 finding for a person to decide",
 		cause: func(t *testing.T, b *bundle) {
 			run := models.ReconciliationRun{Service: "crm", Status: models.RunCompleted, TriggeredBy: "schedule", StartedAt: b.clock.Now()}
 			require.NoError(t, b.db.Create(&run).Error)
