@@ -232,7 +232,7 @@ func (a *Alerts) waitingRuns(_ context.Context, db *gorm.DB, _ time.Time) ([]fin
 			f.title = fmt.Sprintf("Reconciliation run %d of %s is waiting for someone to confirm it", r.ID, r.Service)
 			f.text = "It found more to fix than it may fix on its own and stopped. Open the run, look at what it would change, and confirm or cancel it."
 		} else {
-			f.title = fmt.Sprintf("Reconciliation run %d of %s has %s for a person to decide", r.ID, r.Service, plural(int64(r.Reported), "finding"))
+			f.title = fmt.Sprintf("Reconciliation run %d of %s has %s waiting for a person", r.ID, r.Service, plural(int64(r.Reported), "finding"))
 			f.text = "Some differences have no safe automatic fix (a duplicate, a policy that says report). Open the run and decide each one."
 		}
 		out[i] = f

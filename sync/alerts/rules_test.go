@@ -67,7 +67,7 @@ var ruleCases = []ruleCase{
 		clear: func(t *testing.T, b *bundle) {
 			require.NoError(t, b.db.Model(&models.ReconciliationRun{}).Where("1 = 1").Update("status", models.RunCompleted).Error)
 		}},
-	{name: "reconciliation waiting for a person", rule: ReconcileWaiting, subject: "crm", title: "Reconciliation run 1 of crm has 1 finding for a person to decide",
+	{name: "reconciliation waiting for a person", rule: ReconcileWaiting, subject: "crm", title: "Reconciliation run 1 of crm has 1 finding waiting for a person",
 		cause: func(t *testing.T, b *bundle) {
 			run := models.ReconciliationRun{Service: "crm", Status: models.RunCompleted, TriggeredBy: "schedule", StartedAt: b.clock.Now()}
 			require.NoError(t, b.db.Create(&run).Error)
