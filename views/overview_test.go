@@ -54,3 +54,18 @@ func TestOverviewSaysNoMoreWhenTheListIsWhole(t *testing.T) {
 	require.NoError(t, OverviewPage(p, v).Render(context.Background(), &b))
 	require.NotContains(t, b.String(), "in-progress-more")
 }
+
+// A service never reconciled says so across the whole row: the cell spans
+// every column after the service's, whatever the count columns are.
+func TestOverviewNeverReconciledSpansTheRow(t *testing.T) {
+	p := Page{Title: "Overview", Now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Viewer: Viewer{Email: "ana@example.com"}}
+	v := Overview{Reconciliation: []ReconcileSummary{{Service: "crm"}}}
+	var b strings.Builder
+	require.NoError(t, OverviewPage(p, v).Render(context.Background(), &b))
+	html := b.String()
+	table := html[strings.Index(html, `data-testid="reconcile-summary"`):]
+	table = table[:strings.Index(table, "</table>")]
+	heads := strings.Count(table[:strings.Index(table, "</thead>")], "<th ")
+	require.Equal(t, 8, heads, "service, last run, outcome, found and the four counts")
+	require.Regexp(t, `data-testid="reconcile-crm"><th scope="row">crm</th><td colspan="7" class="muted">Never reconciled`, table)
+}
