@@ -217,6 +217,17 @@ type LinkOutcome struct {
 	Status     Status // success, deleted, retry or failed
 	ExternalID string
 	PushedHash string // success: the hash of what the provider now holds; deleted: DeletedHash
+	// CreateBody, when set, is the body of the create this send made,
+	// frozen from now on for the create's later attempts in place of the
+	// one frozen at the claim (see outbox's sender: a create that sends the
+	// record as it now is, or a recreate, which the claim froze nothing for).
+	CreateBody string
+	// SentFor is the record's state this send was for: its content hash
+	// as claimed, or DeletedHash for a delete; "" when the send made no
+	// call for the record (a link no longer routed). A failure of a state
+	// the record has left since goes back to new, with fresh attempts: the
+	// record is sent again as what it now wants.
+	SentFor string
 	// NextKey, when set, is the link's idempotency key from now on: after
 	// a delete done, the key of the create that a write of the record
 	// after its delete sends (the old one would replay the deleted
@@ -310,7 +321,7 @@ func shareRecords(tx *gorm.DB, outcomes []LinkOutcome) error {
 	return nil
 }
 
-// finishChunk bounds the links written by one statement (15 parameters each).
+// finishChunk bounds the links written by one statement (17 parameters each).
 const finishChunk = 500
 
 // finishChunkLinks writes the new state of every link in one UPDATE … FROM a
@@ -321,22 +332,23 @@ const finishChunk = 500
 // worker that holds the lease may write the link's outcome.
 func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, error) {
 	// Postgres types a VALUES list from its contents; parameters have none.
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if Dialect(tx) == Postgres {
-		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::boolean, ?::boolean, ?::text, ?::integer, ?::text, ?::text, ?::text)"
+		row = "(?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer, ?::timestamptz, ?::boolean, ?::boolean, ?::boolean, ?::text, ?::integer, ?::text, ?::text, ?::text, ?::text, ?::text)"
 	}
 	var values strings.Builder
-	args := make([]any, 0, 15*len(outcomes)+1)
+	args := make([]any, 0, 17*len(outcomes)+1)
 	for i, o := range outcomes {
 		if i > 0 {
 			values.WriteString(", ")
 		}
 		values.WriteString(row)
 		args = append(args, o.Link.ID, o.Link.LeaseOwner, string(o.Status), o.ExternalID, o.PushedHash,
-			o.Attempts, o.NextAttempt, o.NeedsLookup, o.DeleteUnknown, o.ObjectGone, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent, o.NextKey)
+			o.Attempts, o.NextAttempt, o.NeedsLookup, o.DeleteUnknown, o.ObjectGone, o.LastError, o.LastHTTP, errorGroupOf(o), o.Link.TraceParent, o.NextKey,
+			o.SentFor, o.CreateBody)
 	}
 	args = append(args, now)
-	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, delete_unknown, object_gone, last_error, last_http_code, error_group, trace_parent, next_key)
+	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, delete_unknown, object_gone, last_error, last_http_code, error_group, trace_parent, next_key, sent_for, create_body)
 		AS (VALUES `+values.String()+`)
 		UPDATE external_map SET `+finishSet+`
 		FROM v WHERE external_map.id = v.id AND external_map.status = 'processing' AND external_map.lease_owner = v.owner`,
@@ -351,11 +363,18 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 // remote object and the hash pushed, drops the frozen create body and resets
 // the attempt count — and goes back to new when the record's state (its
 // content hash, or DeletedHash once it is deleted) is no longer the one
-// pushed (or the record is gone). A delete done forgets the object, which
+// pushed (or the record is gone). A failure goes back to new, with fresh
+// attempts, when the record has left the state that was sent (SentFor): it
+// was written or deleted during the send, and what it now wants has not
+// been tried (a fix of the data a 422 refused, say). A delete done forgets the object, which
 // the provider no longer holds, and with it the mark of an object deleted at
 // the provider: a write of the record afterwards creates a new object,
 // which nobody deleted. So does an outcome whose object is known gone
-// (ObjectGone), short of a success. A next key given becomes the link's. A
+// (ObjectGone), short of a success. A success drops that mark too: the
+// object it reached, or the one it made, is there (one made after a
+// remote deletion would otherwise keep the mark, and its webhooks be
+// ignored as about a deleted object). A create body given (CreateBody) is
+// frozen in place of the link's. A next key given becomes the link's. A
 // link done with (success, deleted or failed) forgets the trace its send
 // was claimed with, so that a later push queued without one (a webhook's, a
 // fix's, a retry by hand) does not join an old request's trace; one a newer
@@ -363,19 +382,29 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 // keeps it: it is the same send. The lease goes, and with it what it was
 // sending (lease_deletes): a worker of an earlier version, which claims
 // without setting it, must not leave a rescuer reading this send's.
-const finishSet = `status = CASE WHEN v.status NOT IN ('success', 'deleted') THEN v.status
-		WHEN (SELECT CASE WHEN r.deleted_at IS NULL THEN r.content_hash ELSE '` + DeletedHash + `' END FROM records r
-			WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id) = v.pushed_hash THEN v.status ELSE 'new' END,
-	attempts = CASE WHEN v.status IN ('success', 'deleted') THEN 0 ELSE v.attempts END,
+const finishSet = `status = CASE WHEN v.status = 'failed' AND ` + sentStale + ` THEN 'new'
+		WHEN v.status NOT IN ('success', 'deleted') THEN v.status
+		WHEN ` + recordState + ` = v.pushed_hash THEN v.status ELSE 'new' END,
+	attempts = CASE WHEN v.status IN ('success', 'deleted') OR (v.status = 'failed' AND ` + sentStale + `) THEN 0 ELSE v.attempts END,
 	external_id = CASE WHEN v.status = 'success' THEN v.external_id WHEN v.status = 'deleted' OR v.object_gone THEN '' ELSE external_map.external_id END,
 	pushed_hash = CASE WHEN v.status = 'success' THEN v.pushed_hash WHEN v.status = 'deleted' OR v.object_gone THEN '' ELSE external_map.pushed_hash END,
-	create_payload = CASE WHEN v.status IN ('success', 'deleted') THEN '' ELSE external_map.create_payload END,
-	remote_deleted_at = CASE WHEN v.status = 'deleted' THEN NULL ELSE external_map.remote_deleted_at END,
+	create_payload = CASE WHEN v.status IN ('success', 'deleted') THEN '' WHEN v.create_body <> '' THEN v.create_body
+		ELSE external_map.create_payload END,
+	remote_deleted_at = CASE WHEN v.status IN ('success', 'deleted') OR v.object_gone THEN NULL ELSE external_map.remote_deleted_at END,
 	idempotency_key = CASE WHEN v.next_key <> '' THEN v.next_key ELSE external_map.idempotency_key END,
 	next_attempt_at = v.next_attempt_at, needs_lookup = v.needs_lookup, delete_unknown = v.delete_unknown, last_error = v.last_error,
 	last_http_code = v.last_http_code, error_group = v.error_group, lease_owner = '', locked_until = NULL, lease_deletes = FALSE, updated_at = ?,
 	trace_parent = CASE WHEN v.status IN ('success', 'deleted', 'failed') AND external_map.trace_parent = v.trace_parent THEN ''
 		ELSE external_map.trace_parent END`
+
+// recordState is the state of a finishing link's record: its content hash,
+// DeletedHash once deleted, NULL when the record is gone.
+const recordState = `(SELECT CASE WHEN r.deleted_at IS NULL THEN r.content_hash ELSE '` + DeletedHash + `' END FROM records r
+	WHERE r.local_type = external_map.local_type AND r.local_id = external_map.local_id)`
+
+// sentStale holds when the record has moved on from the state the send was
+// for. A record gone (NULL) is not: there is nothing to send again.
+const sentStale = `(v.sent_for <> '' AND ` + recordState + ` <> v.sent_for)`
 
 // errorGroupOf fingerprints a failure, so the failed page can group it.
 func errorGroupOf(o LinkOutcome) string {

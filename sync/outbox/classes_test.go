@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -190,5 +191,117 @@ func TestPayloadChangedWhileSendingIsPushedAgain(t *testing.T) {
 		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
 		rec, _ := models.RecordByKey(db, "order", "1")
 		require.Equal(t, rec.ContentHash, l.PushedHash)
+	})
+}
+
+// A create the provider refuses for its data fails the link, unless the
+// data was fixed while the create was out: then the fixed record is sent
+// as soon as the send ends, without a person's retry.
+func TestDataFixedWhileARefusedCreateWasOutIsSentAgain(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		var eng *Engine
+		fixed := false
+		e.svcs[0].Conn = payloadChanger{Connector: e.svcs[0].Conn, change: func() {
+			if fixed {
+				return
+			}
+			fixed = true
+			_, err := eng.Upsert(context.Background(), "order", "1", []byte(`{"title":"Order 1","total":"11.00"}`))
+			require.NoError(t, err)
+		}}
+		eng = e.engine(db, Options{Concurrency: 1})
+		_, err := eng.Upsert(context.Background(), "order", "1", []byte(`{"total":"11.00"}`))
+		require.NoError(t, err)
+		require.NoError(t, eng.Drain(context.Background()))
+
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status, "the fixed record was sent: %s", l.LastError)
+		require.Equal(t, "Order 1", e.crm.Objects()[0]["title"])
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
+		calls := e.attempts(l.ID)
+		require.Len(t, calls, 2)
+		require.Equal(t, 422, calls[0].HTTPCode, "the first create was refused")
+		require.Equal(t, models.OutcomePermanent, calls[0].Outcome)
+	})
+}
+
+// A create the provider refused is sent again once the record's data is
+// fixed at the source, as the link page says: with the record as it now
+// is, not the body frozen at the refused attempt, and under the next
+// idempotency key (a provider that saved its refusal under the first key
+// would refuse a new body sent under it).
+func TestARefusedCreateIsSentAgainOnceItsDataIsFixed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.upsert("order", "1", `{"total":"11.00"}`)
+		e.settle(e.eng)
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusFailed, l.Status)
+		require.Equal(t, "HTTP 422: title is required", l.LastError)
+
+		e.upsert("order", "1", `{"title":"Order 1","total":"11.00"}`)
+		e.settle(e.eng)
+		l = e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
+		require.Equal(t, "Order 1", e.crm.Objects()[0]["title"])
+		require.Empty(t, l.CreatePayload, "a success keeps no frozen body")
+		calls := e.attempts(l.ID)
+		require.Len(t, calls, 2)
+		require.Equal(t, []string{"order-1-create", "order-1-create-g2"}, []string{calls[0].IdempotencyKey, calls[1].IdempotencyKey})
+		require.Equal(t, []int{422, 201}, []int{calls[0].HTTPCode, calls[1].HTTPCode})
+	})
+}
+
+// A create whose answer was lost may have made an object holding its body:
+// its later attempts keep that body and key, whatever the record becomes
+// meanwhile, so that the provider replays the first answer or the lookup
+// adopts that object; the record's new state then goes as an update.
+func TestACreateThatMayHaveReachedTheProviderKeepsItsBodyAndKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		for _, tc := range []struct {
+			name, service, typ, key, field, changed string
+			provider                                func(*env) *sandbox.Provider
+		}{
+			{"lookup, adopt", "crm", "order", "site_order_1", "total", `{"title":"Order 1","total":"50.00"}`,
+				func(e *env) *sandbox.Provider { return e.crm }},
+			{"same key, replayed answer", "payments", "payment", "site_payment_1", "amount", `{"amount":500,"currency":"EUR"}`,
+				func(e *env) *sandbox.Provider { return e.pay }},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e := setup(t, db)
+				p := tc.provider(e)
+				p.Script(sandbox.DropAfterCommit())
+				for i := range e.svcs {
+					if e.svcs[i].Name == tc.service {
+						e.svcs[i].Conn = payloadChanger{Connector: e.svcs[i].Conn, change: func() {
+							_, err := e.eng.Upsert(context.Background(), tc.typ, "1", []byte(tc.changed))
+							require.NoError(t, err)
+						}}
+					}
+				}
+				eng := e.engine(db, Options{Concurrency: 1})
+				_, _, first := map[string]func(int) (string, string, string){"order": order, "payment": payment}[tc.typ](1)
+				_, err := eng.Upsert(context.Background(), tc.typ, "1", []byte(first))
+				require.NoError(t, err)
+				e.settle(eng)
+
+				l := e.link(tc.typ, "1", tc.service)
+				require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+				require.Equal(t, 1, p.CountByKey(tc.key), "exactly one remote object")
+				var want map[string]any
+				require.NoError(t, json.Unmarshal([]byte(tc.changed), &want))
+				require.EqualValues(t, want[tc.field], p.Objects()[0][tc.field], "the record's new state was pushed after")
+				creates := 0
+				for _, a := range e.attempts(l.ID) {
+					if strings.HasSuffix(a.Operation, ".create") {
+						creates++
+						require.Equal(t, tc.typ+"-1-create", a.IdempotencyKey, "every create attempt under the first key")
+					}
+				}
+				require.GreaterOrEqual(t, creates, 1)
+			})
+		}
 	})
 }

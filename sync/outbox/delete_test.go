@@ -329,6 +329,38 @@ func TestARecreateWhoseAnswerWasLostIsDeletedWithItsRecord(t *testing.T) {
 	})
 }
 
+// The object a lost delete removed is created anew, that create's answer is
+// lost, and the record is written again before the next attempt. The lookup
+// finds the object the create made, which holds the create's body, not the
+// record's new state: the link adopts it as that, and the new state goes
+// as an update. (The create's body was frozen for nothing before: the next
+// claim froze the record's new state, and the adopted object was taken
+// for it.)
+func TestARecreateWhoseAnswerWasLostAdoptsWhatItSent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := syncedOrder(t, db)
+		e.deleteAnswerLost()
+		e.crm.Script(sandbox.None(), sandbox.DropAfterCommit())
+		_, _, body := order(1)
+		require.True(t, e.upsert("order", "1", body).Changed)
+		e.clock.Advance(16 * time.Minute) // past the lost delete's backoff
+		require.NoError(t, e.eng.Drain(context.Background()))
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusRetry, l.Status, "the create's outcome is unknown")
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"), "but it took effect")
+
+		require.True(t, e.upsert("order", "1", `{"title":"Order 1","total":"99.00"}`).Changed)
+		e.settle(e.eng)
+		l = e.link("order", "1", "crm")
+		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
+		require.Equal(t, "99.00", e.crm.Objects()[0]["total"], "the provider holds the record's last state")
+		rec, err := models.RecordByKey(db, "order", "1")
+		require.NoError(t, err)
+		require.Equal(t, rec.ContentHash, l.PushedHash)
+	})
+}
+
 // An update whose answer was lost, then the object deleted at the provider
 // by somebody else: the next update's 404 is not taken for a delete of ours.
 // Nothing is created behind the person's back; the link fails for them to

@@ -85,6 +85,10 @@ func (s *sender) recreate(ctx context.Context) {
 	// link forgets it, and a create whose answer is lost is then looked
 	// for by key, as any lost create is.
 	rec.ExternalID, s.out.NextKey, s.out.ObjectGone = "", nextKey(l.IdempotencyKey), true
+	// Frozen for this create's later attempts: should its answer be lost,
+	// the object a lookup finds holds this body, whatever the record
+	// becomes meanwhile.
+	s.out.CreateBody = s.j.payload
 	s.settle(s.call(ctx, func(ctx context.Context) connector.Call { return conn.Create(ctx, rec, s.out.NextKey) }), s.j.hash)
 }
 

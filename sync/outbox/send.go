@@ -32,6 +32,10 @@ func (e *Engine) send(ctx context.Context, j job) (out models.LinkOutcome) {
 		out.Status, out.LastError = models.StatusFailed, fmt.Sprintf("%s is no longer routed to %s in the configuration", j.link.LocalType, j.link.ExternalService)
 		return out
 	}
+	out.SentFor = j.hash
+	if j.link.LeaseDeletes {
+		out.SentFor = models.DeletedHash
+	}
 	s := sender{e: e, svc: svc, j: j, out: &out, redact: e.opts.Redactor.ForPayload([]byte(j.payload), []byte(j.link.CreatePayload))}
 	s.run(queuedBy(ctx, j.link))
 	return out
@@ -100,10 +104,29 @@ func (s *sender) run(ctx context.Context) {
 			return
 		}
 	}
+	body, key := s.createBody(), l.IdempotencyKey
+	if s.frozenBodyOutdated() {
+		body, key = s.j.payload, nextKey(l.IdempotencyKey)
+		s.out.CreateBody, s.out.NextKey = body, key
+	}
 	call := s.call(ctx, func(ctx context.Context) connector.Call {
-		return conn.Create(ctx, s.record(s.createBody()), l.IdempotencyKey)
+		return conn.Create(ctx, s.record(body), key)
 	})
-	s.settle(call, models.HashPayload(s.createBody()))
+	s.settle(call, models.HashPayload(body))
+}
+
+// frozenBodyOutdated says whether a create sends the record as it now is
+// rather than the body frozen at its first attempt. The frozen body is what
+// a create that may have reached the provider carried, so that its retry,
+// or the object a lookup adopts, is that create's. While no attempt may
+// have (no lookup pending: each was refused, or answered a definite
+// failure), it binds nothing, and a record written since — its data fixed
+// after the provider refused it, say — is what the provider must get. It
+// goes under the next idempotency key: a provider that saved its refusal
+// under the old one would answer the new body with an error, not a create.
+func (s *sender) frozenBodyOutdated() bool {
+	l := s.j.link
+	return !l.NeedsLookup && l.CreatePayload != "" && s.j.payload != "" && l.CreatePayload != s.j.payload
 }
 
 // lookUp asks the provider for the object of the link's key, and returns

@@ -1,0 +1,128 @@
+package models_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+)
+
+// A send that fails for a state its record has since left (written again,
+// or deleted, while the call was out) goes back to new with fresh
+// attempts: what the record now wants has not been tried. A failure of the
+// state the record still holds, or of a send made for no state, stays
+// failed. README: "a record deleted or written again while a link is being
+// sent is sent again when that send ends, as what the record now wants".
+func TestAFailureOfAStateTheRecordLeftIsSentAgain(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	v1, h1, _ := models.CanonicalPayload([]byte(`{"title":""}`))
+	v2, h2, _ := models.CanonicalPayload([]byte(`{"title":"Order 1"}`))
+	for _, tc := range []struct {
+		name     string
+		meantime func(t *testing.T, db *gorm.DB) // while the send is out
+		sentFor  func(claimed models.ClaimedLink) string
+		want     models.Status
+	}{
+		{"the record was fixed during the send", func(t *testing.T, db *gorm.DB) {
+			_, err := models.UpsertRecord(db, "order", "1", v2, h2, now)
+			require.NoError(t, err)
+		}, func(c models.ClaimedLink) string { return c.ContentHash }, models.StatusNew},
+		{"the record was deleted during the send", func(t *testing.T, db *gorm.DB) {
+			_, err := models.TombstoneRecords(db, []models.RecordKey{{LocalType: "order", LocalID: "1"}}, now)
+			require.NoError(t, err)
+		}, func(c models.ClaimedLink) string { return c.ContentHash }, models.StatusNew},
+		{"the record is as it was sent", func(*testing.T, *gorm.DB) {},
+			func(c models.ClaimedLink) string { return c.ContentHash }, models.StatusFailed},
+		{"the send was for no state of the record", func(t *testing.T, db *gorm.DB) {
+			_, err := models.UpsertRecord(db, "order", "1", v2, h2, now)
+			require.NoError(t, err)
+		}, func(models.ClaimedLink) string { return "" }, models.StatusFailed},
+		{"a delete failed, and the record was written again", func(t *testing.T, db *gorm.DB) {
+			_, err := models.UpsertRecord(db, "order", "1", v2, h2, now)
+			require.NoError(t, err)
+		}, func(models.ClaimedLink) string { return models.DeletedHash }, models.StatusNew},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				_, err := models.UpsertRecord(db, "order", "1", v1, h1, now)
+				require.NoError(t, err)
+				require.NoError(t, models.EnsureLinks(db, "order", "1", []models.LinkSpec{{Service: "crm", ExternalKey: "k", IdempotencyKey: "i"}}, now))
+				claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
+				require.NoError(t, err)
+				require.Len(t, claimed, 1)
+				tc.meantime(t, db)
+
+				out := models.LinkOutcome{Link: claimed[0].Link, Status: models.StatusFailed, Attempts: 3, NextAttempt: now,
+					LastError: "HTTP 422: title is required", LastHTTP: 422, SentFor: tc.sentFor(claimed[0])}
+				_, err = models.FinishLinks(db, []models.LinkOutcome{out}, now)
+				require.NoError(t, err)
+				l, err := models.LinkByID(db, claimed[0].ID)
+				require.NoError(t, err)
+				require.Equal(t, tc.want, l.Status)
+				require.Empty(t, l.LeaseOwner, "the lease is over either way")
+				require.Equal(t, "HTTP 422: title is required", l.LastError, "what the provider said stays on the link")
+				if tc.want == models.StatusNew {
+					require.Zero(t, l.Attempts, "the record's new state gets attempts of its own")
+					require.Nil(t, l.FailedAt, "the link never entered failed")
+				} else {
+					require.Equal(t, 3, l.Attempts)
+					require.NotNil(t, l.FailedAt)
+				}
+			})
+		})
+	}
+}
+
+// A link marked deleted at the provider loses the mark when a send
+// reaches a live object (a success: the object it updated, or one it made
+// anew) or learns that the marked object is gone (ObjectGone); a failure
+// keeps it.
+func TestTheRemoteDeletionMarkGoesWithTheObject(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	v1, h1, _ := models.CanonicalPayload([]byte(`{"title":"Order 1"}`))
+	for _, tc := range []struct {
+		name     string
+		outcome  func(models.LinkOutcome) models.LinkOutcome
+		wantMark bool
+	}{
+		{"a new object made", func(o models.LinkOutcome) models.LinkOutcome {
+			o.Status, o.ExternalID, o.PushedHash, o.ObjectGone, o.NextKey = models.StatusSuccess, "deal_2", h1, true, "i-g2"
+			return o
+		}, false},
+		{"the object updated after all", func(o models.LinkOutcome) models.LinkOutcome {
+			o.Status, o.ExternalID, o.PushedHash = models.StatusSuccess, "deal_1", h1
+			return o
+		}, false},
+		{"the object known gone, its create to retry", func(o models.LinkOutcome) models.LinkOutcome {
+			o.Status, o.ObjectGone, o.NeedsLookup = models.StatusRetry, true, true
+			return o
+		}, false},
+		{"the update refused", func(o models.LinkOutcome) models.LinkOutcome {
+			o.Status, o.LastError, o.LastHTTP = models.StatusFailed, "HTTP 404: no deal deal_1", 404
+			return o
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				_, err := models.UpsertRecord(db, "order", "1", v1, h1, now)
+				require.NoError(t, err)
+				require.NoError(t, models.EnsureLinks(db, "order", "1", []models.LinkSpec{{Service: "crm", ExternalKey: "k", IdempotencyKey: "i"}}, now))
+				require.NoError(t, db.Model(&models.Link{}).Where("1 = 1").Updates(map[string]any{"external_id": "deal_1", "remote_deleted_at": now}).Error)
+				claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
+				require.NoError(t, err)
+				require.Len(t, claimed, 1)
+
+				out := tc.outcome(models.LinkOutcome{Link: claimed[0].Link, Attempts: 1, NextAttempt: now, SentFor: h1})
+				_, err = models.FinishLinks(db, []models.LinkOutcome{out}, now)
+				require.NoError(t, err)
+				l, err := models.LinkByID(db, claimed[0].ID)
+				require.NoError(t, err)
+				require.Equal(t, tc.wantMark, l.RemoteDeletedAt != nil)
+			})
+		})
+	}
+}
