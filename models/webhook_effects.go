@@ -92,6 +92,12 @@ func AdoptProviderState(tx *gorm.DB, l *Link, externalID, heldHash, recordHash s
 // since is queued, and its send's finish, which waits for that lock, sees
 // the record's new state.
 func RecordMovedByProvider(tx *gorm.DB, lr LinkedRecord, externalID, heldHash, recordHash string, now time.Time) error {
+	if lr.Record != nil && lr.Record.DeletedAt != nil {
+		// What the record wants is its object gone: whatever the provider
+		// holds is not that, and a link that adopts an id now must still
+		// send the delete.
+		heldHash = ""
+	}
 	if err := AdoptProviderState(tx, lr.Link, externalID, heldHash, recordHash, now); err != nil || lr.Alone {
 		return err
 	}

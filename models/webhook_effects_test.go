@@ -363,3 +363,36 @@ func TestRecordMovedByProviderRequeuesTheOtherServicesOnly(t *testing.T) {
 		requireUntouched(t, db, erp) // already queued: keeps its turn and its attempts
 	})
 }
+
+// A link that lost its create's answer adopts the provider's id from a
+// webhook; when the record was deleted meanwhile, the link is queued, so
+// that the delete of the object it now names is sent, even though the
+// provider holds what the create sent. README: "a record deleted … while a
+// link is being sent is sent again when that send ends, as what the record
+// now wants".
+func TestAnAdoptedObjectOfADeletedRecordIsDeleted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		for _, deleted := range []bool{false, true} {
+			id := fmt.Sprint(deleted)
+			rec := models.Record{LocalType: "order", LocalID: id, Payload: `{"status":"paid"}`, ContentHash: "h-paid",
+				CreatedAt: effectsNow, UpdatedAt: effectsNow}
+			if deleted {
+				rec.DeletedAt = &effectsBefore
+			}
+			require.NoError(t, db.Create(&rec).Error)
+			l := effectLink(t, db, id, "payments", models.StatusRetry, func(l *models.Link) { l.ExternalID, l.NeedsLookup = "", true })
+			lr, err := models.LinkedRecordByExternal(db, "payments", "", l.ExternalKey)
+			require.NoError(t, err)
+			// The provider holds the create's body moved to paid: what the record holds.
+			require.NoError(t, models.RecordMovedByProvider(db, lr, "pay_"+id, "h-paid", "h-paid", effectsNow))
+			got, err := models.LinkByID(db, l.ID)
+			require.NoError(t, err)
+			require.Equal(t, "pay_"+id, got.ExternalID, "the link names the object either way")
+			if deleted {
+				require.Equal(t, models.StatusNew, got.Status, "the delete is still owed")
+			} else {
+				require.Equal(t, models.StatusSuccess, got.Status)
+			}
+		}
+	})
+}
