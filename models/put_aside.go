@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -18,7 +19,7 @@ func asideReason(reason string) (string, error) {
 	switch {
 	case r == "":
 		return "", Invalid("Say why these links are put aside: the next person to find them reads it.")
-	case len(r) > MaxAsideReason:
+	case utf8.RuneCountInString(r) > MaxAsideReason:
 		return "", Invalid(fmt.Sprintf("Keep the reason under %d characters.", MaxAsideReason))
 	}
 	return r, nil

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,5 +153,21 @@ func TestEnableUserAndLastSignIn(t *testing.T) {
 		require.False(t, got.Disabled())
 		require.NotNil(t, got.LastSignInAt)
 		require.True(t, now.Equal(*got.LastSignInAt))
+	})
+}
+
+// The reason's limit counts characters, as the form's maxlength does, not
+// bytes: 500 characters of Japanese (1,500 bytes) are a reason, 501 are not.
+func TestAPutAsideReasonIsCountedInCharacters(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+		require.NoError(t, db.Create(&models.Link{LocalType: "order", LocalID: "1", ExternalService: "crm", ExternalKey: "k1",
+			Status: models.StatusFailed, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}).Error)
+		n, err := models.PutAside(db, []int64{1}, "ana@example.com", strings.Repeat("顧", 501), now)
+		require.ErrorContains(t, err, "Keep the reason under 500 characters.")
+		require.Zero(t, n)
+		n, err = models.PutAside(db, []int64{1}, "ana@example.com", strings.Repeat("顧", 500), now)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n)
 	})
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -34,11 +35,20 @@ func toLinkJSON(l models.Link) linkJSON {
 
 const apiPageSize = 100
 
+// statusNames are the link statuses as the API spells them.
+func statusNames() []string {
+	names := make([]string, len(models.Statuses))
+	for i, st := range models.Statuses {
+		names[i] = string(st)
+	}
+	return names
+}
+
 // apiListLinks answers GET /api/v1/links?service=&status=&cursor=, newest first.
 func (s *Server) apiListLinks(c echo.Context) error {
 	f := models.LinkFilter{Service: c.QueryParam("service"), Status: models.Status(c.QueryParam("status")), Limit: apiPageSize}
 	if f.Status != "" && !f.Status.Valid() {
-		return errBadRequest("status must be one of new, processing, success, retry, failed")
+		return errBadRequest("status must be one of " + strings.Join(statusNames(), ", "))
 	}
 	if cur := c.QueryParam("cursor"); cur != "" {
 		id, err := strconv.ParseInt(cur, 10, 64)

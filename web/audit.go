@@ -45,7 +45,7 @@ func (s *Server) listAudit(c echo.Context) error {
 	v := views.AuditLog{Filter: vf, NewestURL: newestURL(c, "/audit", "before")}
 	for _, e := range entries {
 		v.Entries = append(v.Entries, views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
-			TargetURL: targetURL(e.Target), Outcome: e.Outcome, IP: e.IP, Detail: e.Detail})
+			TargetURL: targetURL(e.Target), Outcome: e.Outcome, IP: e.IP, Detail: s.redact.Text(e.Detail)})
 	}
 	if more {
 		v.NextURL = pageURL(c, "/audit", "before", idCursor(entries[len(entries)-1].ID))

@@ -45,3 +45,21 @@ func TestAuditFiltersAsAPersonTypes(t *testing.T) {
 		require.NotContains(t, pageText(r.body), "admin@example.com")
 	})
 }
+
+// What a person typed into a reason is kept as they typed it, and shown on
+// the audit page as on the record's timeline: with a customer's address
+// and a pasted credential masked.
+func TestAuditDetailsAreRedactedAsOnTheRecordPage(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		require.NoError(t, models.Audit(db, models.AuditEntry{At: b.clock.Now().Add(-time.Minute), Actor: "ana@example.com",
+			Action: "link.mark_failed", Target: "link 7", Outcome: models.OutcomeSuccess,
+			Detail: "asked by ada.customer@example.org; their key was Authorization: Bearer sk_live_51HxYzSecretValue"}))
+		body := b.signedIn("root@example.com", models.RoleAdmin).get("/audit").body
+		require.Contains(t, pageText(body), "asked by [email]")
+		require.NotContains(t, body, "ada.customer@example.org")
+		require.NotContains(t, body, "sk_live_51HxYzSecretValue")
+		require.Contains(t, pageText(body), "ana@example.com", "who acted is not masked")
+	})
+}

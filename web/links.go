@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -304,7 +305,7 @@ func (s *Server) failLink(c echo.Context) error {
 		return err
 	}
 	reason := c.FormValue("reason")
-	if len(reason) > 500 {
+	if utf8.RuneCountInString(reason) > 500 {
 		return errBadRequest("Keep the reason under 500 characters.")
 	}
 	// The button shows only on links waiting to be sent; MarkFailed refuses

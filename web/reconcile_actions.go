@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -83,7 +84,7 @@ func (s *Server) resolveDiscrepancy(c echo.Context) error {
 	res := models.Resolution{DiscrepancyID: did, Action: act, LocalType: strings.TrimSpace(c.FormValue("local_type")),
 		LocalID: strings.TrimSpace(c.FormValue("local_id")), ExternalID: c.FormValue("external_id"),
 		Reason: c.FormValue("reason"), By: currentUser(c).Email}
-	if len(res.Reason) > 500 {
+	if utf8.RuneCountInString(res.Reason) > 500 {
 		return errBadRequest("A reason is at most 500 characters.")
 	}
 	// Resolved before answering, and not stopped by a closed tab: the link

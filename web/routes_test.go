@@ -173,7 +173,10 @@ func TestErrorsArePagesForPeopleAndJSONForTheAPI(t *testing.T) {
 	auth := http.Header{"Authorization": {"Bearer " + token}}
 	r = c.do(http.MethodGet, "/api/v1/links?status=lost", nil, auth)
 	require.Equal(t, http.StatusBadRequest, r.status)
-	require.JSONEq(t, `{"error":"status must be one of new, processing, success, retry, failed"}`, r.body)
+	// Every status the API accepts, deleted too (it was left out).
+	require.JSONEq(t, `{"error":"status must be one of new, processing, retry, failed, success, deleted"}`, r.body)
+	r = c.do(http.MethodGet, "/api/v1/links?status=deleted", nil, auth)
+	require.Equal(t, http.StatusOK, r.status, r.body)
 	r = c.do(http.MethodGet, "/api/v1/nope", nil, auth)
 	require.Equal(t, http.StatusNotFound, r.status)
 	require.Contains(t, r.header.Get("Content-Type"), "application/json")
