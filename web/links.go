@@ -160,7 +160,11 @@ func (s *Server) showLink(c echo.Context) error {
 		return err
 	}
 	v.Attempts = attemptRows(attempts, causes)
-	v.CanLookup = s.cfg.Services[l.ExternalService].Objects[l.LocalType].Lookup != ""
+	svc := s.cfg.Services[l.ExternalService]
+	o := svc.Objects[l.LocalType]
+	v.CanLookup = o.Lookup != "" && o.LookupConsistency != "eventual"
+	g := svc.Guarantee(l.LocalType)
+	v.Guard, v.Guarded = g.Words, g.Safe
 	v.Unknown = l.ExternalID == "" && l.Status != models.StatusSuccess &&
 		len(v.Attempts) > 0 && v.Attempts[0].Outcome == string(models.OutcomeAmbiguous)
 	if rec, err := models.RecordByKey(s.requestDB(c), l.LocalType, l.LocalID); err == nil {

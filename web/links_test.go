@@ -16,6 +16,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 )
 
@@ -142,6 +143,43 @@ func TestSyncNowFromThePageIsDebouncedAndTheStatusUpdatesItself(t *testing.T) {
 		require.NotContains(t, r.body, "hx-trigger", "polling stops when the sync has ended")
 		require.NotRegexp(t, `data-testid="sync-`+id+`" disabled`, r.body, "and the button is enabled again")
 	})
+}
+
+// A link whose service keeps nothing from making a second object (no
+// lookup, no idempotency key; or only a search that can lag) is not told
+// the next attempt is safe: the note says it may not be, in the Services
+// page's words, and what to check.
+func TestLinkDetailWarnsWhereNothingGuardsAgainstASecondObject(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, lookup, consistency, words string
+	}{
+		{"no lookup, no key", "", "", "none: a lost answer may become a second object"},
+		{"a search that can lag", "GET /deals?external_key={external_key}", "eventual", "only a search that can lag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setupSQLite(t)
+			svc := b.cfg.Services["crm"]
+			o := svc.Objects["order"]
+			o.Lookup, o.LookupConsistency = tc.lookup, tc.consistency
+			svc.Objects = map[string]config.Object{"order": o}
+			b.cfg.Services["crm"] = svc // the server reads the same map
+			now := b.clock.Now()
+			l := models.Link{LocalType: "order", LocalID: "5", ExternalService: "crm", ExternalKey: "site_order_5", Status: models.StatusRetry,
+				NeedsLookup: true, IdempotencyKey: "order-5-create", Attempts: 1, LastError: "no answer within 5s",
+				NextAttemptAt: now.Add(time.Minute), CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, b.db.Create(&l).Error)
+			require.NoError(t, b.db.Create(&models.Attempt{LinkID: l.ID, Number: 1, Operation: "deal.create", IdempotencyKey: "order-5-create",
+				Outcome: models.OutcomeAmbiguous, Error: l.LastError, CreatedAt: now}).Error)
+
+			body := b.signedIn("ana@example.com", models.RoleOperator).get(fmt.Sprintf("/links/%d", l.ID)).body
+			text := pageText(body)
+			require.Contains(t, text, "Nothing keeps crm from making a second object here ("+tc.words)
+			require.Contains(t, text, "Check whether crm holds an object with our key site_order_5")
+			require.NotContains(t, text, "instead of creating a second one")
+			require.NotContains(t, text, "honours idempotency keys")
+		})
+	}
 }
 
 func TestLinkDetailExplainsAnUnknownOutcome(t *testing.T) {
