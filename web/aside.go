@@ -49,33 +49,54 @@ func (s *Server) bringBackLink(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-brought-back")
 }
 
-// putAsideGroup puts aside every failed link of a group (up to maxBulk at
-// once), with one reason.
+// wholeGroup applies change to every link of a failure group, failed or
+// (aside) put aside, maxBulk at a time, until none is left or a batch
+// changes nothing (another person's action took the rest meanwhile). It
+// returns how many changed and their ids; a group already empty is none.
+func (s *Server) wholeGroup(c echo.Context, group string, aside bool, change func(ids []int64) (int64, error)) (int64, []int64, error) {
+	var n int64
+	var all []int64
+	for {
+		ids, err := models.FailedIDs(s.requestDB(c), group, aside, maxBulk)
+		if err != nil || len(ids) == 0 {
+			return n, all, err
+		}
+		changed, err := change(ids)
+		if err != nil {
+			return n, all, err
+		}
+		n, all = n+changed, append(all, ids...)
+		if changed == 0 || len(ids) < maxBulk {
+			return n, all, nil
+		}
+	}
+}
+
+// putAsideGroup puts aside every failed link of a group, with one reason.
 func (s *Server) putAsideGroup(c echo.Context) error {
 	group := c.FormValue("group")
 	if group == "" {
 		return errBadRequest("Name the group to put aside.")
 	}
 	reason := c.FormValue("reason")
-	ids, err := models.FailedIDs(s.requestDB(c), group, false, maxBulk)
-	if err != nil {
-		return err
+	n, ids, err := s.wholeGroup(c, group, false, func(ids []int64) (int64, error) {
+		return models.PutAside(s.requestDB(c), ids, currentUser(c).Email, reason, s.clock.Now())
+	})
+	if n > 0 { // what was done is audited, even if a later batch failed
+		s.audit(c, action.GroupPutAside, groupTarget(group), models.OutcomeSuccess,
+			fmt.Sprintf("put aside %d: %s; reason: %s", n, idList(ids), strings.TrimSpace(reason)))
+		s.recountFailed(c, "putting a group aside")
 	}
-	if len(ids) == 0 {
-		return s.renderFailedGroup(c, http.StatusBadRequest, group, false, "No failed links are left in this group, so there is nothing to put aside.")
-	}
-	n, err := models.PutAside(s.requestDB(c), ids, currentUser(c).Email, reason, s.clock.Now())
 	var refused *models.InvalidError
-	if errors.As(err, &refused) {
+	switch {
+	case errors.As(err, &refused):
 		s.audit(c, action.GroupPutAside, groupTarget(group), models.OutcomeDenied, refused.Reason)
 		return s.renderFailedGroup(c, http.StatusBadRequest, group, false, refused.Reason)
-	}
-	if err != nil {
+	case err != nil:
 		return err
+	case len(ids) == 0:
+		return s.renderFailedGroup(c, http.StatusBadRequest, group, false, "No failed links are left in this group, so there is nothing to put aside.")
 	}
-	s.audit(c, action.GroupPutAside, groupTarget(group), models.OutcomeSuccess,
-		fmt.Sprintf("put aside %d: %s; reason: %s", n, idList(ids), strings.TrimSpace(reason)))
-	s.recountFailed(c, "putting a group aside")
 	return c.Redirect(http.StatusSeeOther, "/failed?done=group-put-aside")
 }
 
@@ -85,19 +106,17 @@ func (s *Server) bringBackGroup(c echo.Context) error {
 	if group == "" {
 		return errBadRequest("Name the group to bring back.")
 	}
-	ids, err := models.FailedIDs(s.requestDB(c), group, true, maxBulk)
-	if err != nil {
-		return err
+	n, ids, err := s.wholeGroup(c, group, true, func(ids []int64) (int64, error) { return models.BringBack(s.requestDB(c), ids) })
+	if n > 0 {
+		s.audit(c, action.GroupBringBack, groupTarget(group), models.OutcomeSuccess, fmt.Sprintf("brought back %d: %s", n, idList(ids)))
+		s.recountFailed(c, "bringing a group back")
 	}
-	if len(ids) == 0 {
+	switch {
+	case err != nil:
+		return err
+	case len(ids) == 0:
 		return s.renderFailedGroup(c, http.StatusBadRequest, group, true, "No links of this group are put aside any more, so there is nothing to bring back.")
 	}
-	n, err := models.BringBack(s.requestDB(c), ids)
-	if err != nil {
-		return err
-	}
-	s.audit(c, action.GroupBringBack, groupTarget(group), models.OutcomeSuccess, fmt.Sprintf("brought back %d: %s", n, idList(ids)))
-	s.recountFailed(c, "bringing a group back")
 	return c.Redirect(http.StatusSeeOther, "/failed/group?g="+url.QueryEscape(group)+"&done=group-brought-back")
 }
 

@@ -114,6 +114,10 @@ func (s *Server) askRetry(c echo.Context) error {
 			return s.renderFailedGroup(c, http.StatusBadRequest, group, false, "No failed links are left in this group, so there is nothing to retry.")
 		}
 		what = "Every failed link of the group “" + group + "”."
+		if len(ids) == maxBulk {
+			what = fmt.Sprintf("The newest %s failed links of the group “%s”: a retry takes at most that many at once. Retry the group again for the rest.",
+				views.Count(maxBulk), group)
+		}
 		fromGroup = group
 	} else {
 		if ids, err = formIDs(c); err != nil {

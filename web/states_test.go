@@ -296,3 +296,42 @@ func TestAdminEnablesADisabledUserAndSeesTheLastSignIn(t *testing.T) {
 		require.EqualValues(t, 1, b.auditCount(action.UserEnable, models.OutcomeSuccess), "enabling an active user changes nothing")
 	})
 }
+
+// A group larger than one bulk step (1,000 links) is put aside and brought
+// back whole, as the buttons say; a retry takes the newest 1,000 and says
+// so on its confirmation.
+func TestAGroupLargerThanOneBulkStepIsPutAsideWhole(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		now := b.clock.Now()
+		group := models.ErrorGroup("crm", 422, "HTTP 422: title is required")
+		links := make([]models.Link, maxBulk+3)
+		for i := range links {
+			links[i] = models.Link{LocalType: "order", LocalID: fmt.Sprint(i + 1), ExternalService: "crm", ExternalKey: fmt.Sprintf("site_order_%d", i+1),
+				Status: models.StatusFailed, LastError: "HTTP 422: title is required", LastHTTPCode: 422, ErrorGroup: group,
+				NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+		}
+		require.NoError(t, db.CreateInBatches(links, 500).Error)
+		c := b.signedIn("ana@example.com", models.RoleOperator)
+		page := "/failed/group?g=" + url.QueryEscape(group)
+
+		r := c.post(page, "/failed/retry", url.Values{"group": {group}})
+		require.Equal(t, http.StatusOK, r.status, r.body)
+		require.Contains(t, pageText(r.body), "The newest 1,000 failed links of the group “"+group+"”: a retry takes at most that many at once. Retry the group again for the rest.")
+
+		r = c.post(page, "/failed/aside", url.Values{"group": {group}, "reason": {"the shop's test orders"}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		var aside int64
+		require.NoError(t, db.Model(&models.Link{}).Where("put_aside_at IS NOT NULL").Count(&aside).Error)
+		require.EqualValues(t, maxBulk+3, aside, "every link of the group")
+		var e models.AuditEntry
+		require.NoError(t, db.Where("action = ? AND outcome = ?", action.GroupPutAside, models.OutcomeSuccess).Take(&e).Error)
+		require.Contains(t, e.Detail, "put aside 1003: 1,003 links, ids 1003, 1002,")
+		require.Contains(t, e.Detail, "and 953 more; reason: the shop's test orders")
+
+		r = c.post(page+"&aside=1", "/failed/back", url.Values{"group": {group}})
+		require.Equal(t, http.StatusSeeOther, r.status, r.body)
+		require.NoError(t, db.Model(&models.Link{}).Where("put_aside_at IS NOT NULL").Count(&aside).Error)
+		require.Zero(t, aside, "every link is back on Failed")
+	})
+}
