@@ -331,5 +331,6 @@ func (s *Server) recreateLink(c echo.Context) error {
 		return err
 	}
 	s.audit(c, action.LinkRecreate, "link "+c.Param("id"), models.OutcomeSuccess, "")
+	s.recountFailed(c, "re-creating a link") // it left failed
 	return c.Redirect(http.StatusSeeOther, views.LinkURL(id)+"?done=link-recreated")
 }
