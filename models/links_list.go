@@ -10,7 +10,7 @@ import (
 const (
 	ClassTemporary = "temporary" // waiting for a retry
 	ClassPermanent = "permanent" // failed, needs a person
-	ClassAmbiguous = "ambiguous" // the last attempt's outcome is unknown: the next one looks up first
+	ClassAmbiguous = "ambiguous" // the last attempt's outcome is unknown: the next one guards against a second object as its service can
 )
 
 // LinkQuery narrows the links list; empty fields match everything.

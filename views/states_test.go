@@ -37,6 +37,8 @@ func TestStateOfSaysWhatIsTrue(t *testing.T) {
 		{"sending", p, LinkRow{Service: "crm", Status: "processing"}, false, "processing", "Sending", "", true},
 		{"waiting for the next try", p, LinkRow{Service: "crm", Status: "retry", NextAttemptAt: now.Add(90 * time.Second)}, false,
 			"retry", "Will retry", "next try at 08:23:28 UTC, in 1 min", false},
+		{"retrying after an unknown outcome", p, LinkRow{Service: "pay", Status: "retry", NeedsLookup: true, NextAttemptAt: now.Add(90 * time.Second)}, false,
+			"retry", "Will retry", "next try at 08:23:28 UTC, in 1 min; the last try's outcome is unknown", false},
 		{"failed permanently", p, LinkRow{Service: "crm", Status: "failed", LastHTTP: 422, LastError: "HTTP 422: amount must be a positive integer"}, false,
 			"failed", "Failed", "permanently: fix the data at the source", false},
 		{"failed after temporary errors", p, LinkRow{Service: "crm", Status: "failed", LastHTTP: 503, Attempts: 8, LastError: "gave up after 8 attempts; last: HTTP 503"}, false,
