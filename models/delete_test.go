@@ -15,13 +15,7 @@ import (
 func claimOne(t *testing.T, db *gorm.DB, now time.Time) models.ClaimedLink {
 	t.Helper()
 	v, h, _ := models.CanonicalPayload([]byte(`{"title":"Order 1"}`))
-	_, err := models.UpsertRecord(db, "order", "1", v, h, now)
-	require.NoError(t, err)
-	require.NoError(t, models.EnsureLinks(db, "order", "1", []models.LinkSpec{{Service: "crm", ExternalKey: "k", IdempotencyKey: "i"}}, now))
-	claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
-	require.NoError(t, err)
-	require.Len(t, claimed, 1)
-	return claimed[0]
+	return claimOrder(t, db, v, h, now)
 }
 
 func finish(t *testing.T, db *gorm.DB, o models.LinkOutcome, now time.Time) models.Link {

@@ -24,14 +24,9 @@ func newFinishRace(t *testing.T) *finishRace {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	v1, h1, _ := models.CanonicalPayload([]byte(`{"status":"pending"}`))
 	v2, h2, _ := models.CanonicalPayload([]byte(`{"status":"paid"}`))
-	_, err := models.UpsertRecord(db, "order", "1", v1, h1, now)
-	require.NoError(t, err)
-	require.NoError(t, models.EnsureLinks(db, "order", "1", []models.LinkSpec{{Service: "crm", ExternalKey: "k", IdempotencyKey: "i"}}, now))
-	claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
-	require.NoError(t, err)
-	require.Len(t, claimed, 1)
-	require.Equal(t, h1, claimed[0].ContentHash)
-	return &finishRace{db: db, now: now, claimed: claimed[0], v2: v2, h2: h2}
+	claimed := claimOrder(t, db, v1, h1, now)
+	require.Equal(t, h1, claimed.ContentHash)
+	return &finishRace{db: db, now: now, claimed: claimed, v2: v2, h2: h2}
 }
 
 // finishV1 writes the outcome of a successful push of v1.

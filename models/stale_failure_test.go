@@ -11,6 +11,25 @@ import (
 	"github.com/syncdesk/syncdesk/models/dbtest"
 )
 
+// claimOrder stores order 1 with payload (whose content hash is hash) and
+// its link to crm, as edit changes it, and claims the link.
+func claimOrder(t *testing.T, db *gorm.DB, payload, hash string, now time.Time, edit ...func(*models.Link)) models.ClaimedLink {
+	t.Helper()
+	_, err := models.UpsertRecord(db, "order", "1", payload, hash, now)
+	require.NoError(t, err)
+	require.NoError(t, models.EnsureLinks(db, "order", "1", []models.LinkSpec{{Service: "crm", ExternalKey: "k", IdempotencyKey: "i"}}, now))
+	for _, f := range edit {
+		var l models.Link
+		require.NoError(t, db.Take(&l).Error)
+		f(&l)
+		require.NoError(t, db.Save(&l).Error)
+	}
+	claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	return claimed[0]
+}
+
 // A send that fails for a state its record has since left (written again,
 // or deleted, while the call was out) goes back to new with fresh
 // attempts: what the record now wants has not been tried. A failure of the
@@ -48,19 +67,14 @@ func TestAFailureOfAStateTheRecordLeftIsSentAgain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-				_, err := models.UpsertRecord(db, "order", "1", v1, h1, now)
-				require.NoError(t, err)
-				require.NoError(t, models.EnsureLinks(db, "order", "1", []models.LinkSpec{{Service: "crm", ExternalKey: "k", IdempotencyKey: "i"}}, now))
-				claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
-				require.NoError(t, err)
-				require.Len(t, claimed, 1)
+				claimed := claimOrder(t, db, v1, h1, now)
 				tc.meantime(t, db)
 
-				out := models.LinkOutcome{Link: claimed[0].Link, Status: models.StatusFailed, Attempts: 3, NextAttempt: now,
-					LastError: "HTTP 422: title is required", LastHTTP: 422, SentFor: tc.sentFor(claimed[0])}
-				_, err = models.FinishLinks(db, []models.LinkOutcome{out}, now)
+				out := models.LinkOutcome{Link: claimed.Link, Status: models.StatusFailed, Attempts: 3, NextAttempt: now,
+					LastError: "HTTP 422: title is required", LastHTTP: 422, SentFor: tc.sentFor(claimed)}
+				_, err := models.FinishLinks(db, []models.LinkOutcome{out}, now)
 				require.NoError(t, err)
-				l, err := models.LinkByID(db, claimed[0].ID)
+				l, err := models.LinkByID(db, claimed.ID)
 				require.NoError(t, err)
 				require.Equal(t, tc.want, l.Status)
 				require.Empty(t, l.LeaseOwner, "the lease is over either way")
@@ -108,18 +122,13 @@ func TestTheRemoteDeletionMarkGoesWithTheObject(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-				_, err := models.UpsertRecord(db, "order", "1", v1, h1, now)
+				claimed := claimOrder(t, db, v1, h1, now, func(l *models.Link) {
+					l.ExternalID, l.RemoteDeletedAt = "deal_1", &now
+				})
+				out := tc.outcome(models.LinkOutcome{Link: claimed.Link, Attempts: 1, NextAttempt: now, SentFor: h1})
+				_, err := models.FinishLinks(db, []models.LinkOutcome{out}, now)
 				require.NoError(t, err)
-				require.NoError(t, models.EnsureLinks(db, "order", "1", []models.LinkSpec{{Service: "crm", ExternalKey: "k", IdempotencyKey: "i"}}, now))
-				require.NoError(t, db.Model(&models.Link{}).Where("1 = 1").Updates(map[string]any{"external_id": "deal_1", "remote_deleted_at": now}).Error)
-				claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
-				require.NoError(t, err)
-				require.Len(t, claimed, 1)
-
-				out := tc.outcome(models.LinkOutcome{Link: claimed[0].Link, Attempts: 1, NextAttempt: now, SentFor: h1})
-				_, err = models.FinishLinks(db, []models.LinkOutcome{out}, now)
-				require.NoError(t, err)
-				l, err := models.LinkByID(db, claimed[0].ID)
+				l, err := models.LinkByID(db, claimed.ID)
 				require.NoError(t, err)
 				require.Equal(t, tc.wantMark, l.RemoteDeletedAt != nil)
 			})

@@ -299,6 +299,25 @@ func TestARecordWrittenAgainAfterADeleteWhoseAnswerWasLostIsCreatedAnew(t *testi
 	})
 }
 
+// recreateAnswerLost loses a delete's answer (it took effect), writes the
+// record again, and sends it: the update finds no object, the lookup none,
+// and the create's answer is lost too (the update and the create are the
+// mutating calls). It returns the link before the delete and after.
+func (e *env) recreateAnswerLost() (first, l models.Link) {
+	e.t.Helper()
+	first = e.deleteAnswerLost()
+	require.Zero(e.t, e.crm.CountByKey("site_order_1"), "the lost delete took effect")
+	e.crm.Script(sandbox.None(), sandbox.DropAfterCommit())
+	_, _, body := order(1)
+	require.True(e.t, e.upsert("order", "1", body).Changed)
+	e.clock.Advance(16 * time.Minute) // past the lost delete's backoff
+	require.NoError(e.t, e.eng.Drain(context.Background()))
+	l = e.link("order", "1", "crm")
+	require.Equal(e.t, models.StatusRetry, l.Status, "the create's outcome is unknown")
+	require.Equal(e.t, 1, e.crm.CountByKey("site_order_1"), "but it took effect")
+	return first, l
+}
+
 // The object a lost delete removed is created anew, and that create's answer
 // is lost too; then the record is deleted again. The link must not go on
 // naming the object the delete removed: its delete would find that one
@@ -307,19 +326,7 @@ func TestARecordWrittenAgainAfterADeleteWhoseAnswerWasLostIsCreatedAnew(t *testi
 func TestARecreateWhoseAnswerWasLostIsDeletedWithItsRecord(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := syncedOrder(t, db)
-		first := e.deleteAnswerLost()
-		require.Zero(t, e.crm.CountByKey("site_order_1"), "the lost delete took effect")
-
-		// The update finds no object; the lookup finds none; the create's
-		// answer is lost (the update and the create are the mutating calls).
-		e.crm.Script(sandbox.None(), sandbox.DropAfterCommit())
-		_, _, body := order(1)
-		require.True(t, e.upsert("order", "1", body).Changed)
-		e.clock.Advance(16 * time.Minute) // past the lost delete's backoff
-		require.NoError(t, e.eng.Drain(context.Background()))
-		l := e.link("order", "1", "crm")
-		require.Equal(t, models.StatusRetry, l.Status, "the create's outcome is unknown")
-		require.Equal(t, 1, e.crm.CountByKey("site_order_1"), "but it took effect")
+		first, l := e.recreateAnswerLost()
 		require.NotEqual(t, first.ExternalID, l.ExternalID, "the link does not name the object that is gone")
 
 		e.remove("order", "1")
@@ -339,19 +346,10 @@ func TestARecreateWhoseAnswerWasLostIsDeletedWithItsRecord(t *testing.T) {
 func TestARecreateWhoseAnswerWasLostAdoptsWhatItSent(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := syncedOrder(t, db)
-		e.deleteAnswerLost()
-		e.crm.Script(sandbox.None(), sandbox.DropAfterCommit())
-		_, _, body := order(1)
-		require.True(t, e.upsert("order", "1", body).Changed)
-		e.clock.Advance(16 * time.Minute) // past the lost delete's backoff
-		require.NoError(t, e.eng.Drain(context.Background()))
-		l := e.link("order", "1", "crm")
-		require.Equal(t, models.StatusRetry, l.Status, "the create's outcome is unknown")
-		require.Equal(t, 1, e.crm.CountByKey("site_order_1"), "but it took effect")
-
+		e.recreateAnswerLost()
 		require.True(t, e.upsert("order", "1", `{"title":"Order 1","total":"99.00"}`).Changed)
 		e.settle(e.eng)
-		l = e.link("order", "1", "crm")
+		l := e.link("order", "1", "crm")
 		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
 		require.Equal(t, 1, e.crm.CountByKey("site_order_1"))
 		require.Equal(t, "99.00", e.crm.Objects()[0]["total"], "the provider holds the record's last state")
