@@ -277,8 +277,9 @@ func (ch AlertChannel) secrets() []string { return ch.Secrets() }
 
 // Secrets returns the channel's secret values, expanded, with their pieces
 // (see secretPieces), for the redactor to mask: a webhook's signing secret,
-// the values of its headers but those excerpts show, and any ${VAR} its URL
-// names; a Slack webhook's URL, whole and by the path that holds its
+// the values of its headers but those excerpts show, any ${VAR} its URL
+// names, and the parts of its URL that may hold a token (hookPathParts),
+// which README promises no stored failure quotes; a Slack webhook's URL, whole and by the path that holds its
 // token; an SMTP password, and the AUTH PLAIN credential it travels in.
 func (ch AlertChannel) Secrets() []string {
 	var out []string
@@ -291,6 +292,7 @@ func (ch AlertChannel) Secrets() []string {
 			}
 		}
 		out = append(out, secretPieces(ch.URL)[1:]...) // the URL itself is an address, not a secret
+		out = append(out, hookPathParts(ch.Expanded(ch.URL))...)
 	case ChannelSlack:
 		out = append(out, secretPieces(ch.URL)...)
 		out = append(out, urlSecretParts(ch.Expanded(ch.URL))...)
@@ -320,6 +322,22 @@ func urlSecretParts(raw string) []string {
 		if last := p[strings.LastIndex(p, "/")+1:]; len(last) >= minTokenSegment {
 			out = append(out, last)
 		}
+	}
+	return out
+}
+
+// hookPathParts are the parts of a webhook channel's URL that may carry
+// its token (Zapier's /hooks/catch/123456/abcdef/, a query's key): the
+// query, and the path when it is long enough to hold one. A short path
+// (/alerts) is a route, and masking it would mask syncdesk's own log lines.
+func hookPathParts(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	out := []string{u.RawQuery}
+	if len(strings.Trim(u.EscapedPath(), "/")) >= minTokenSegment {
+		out = append(out, u.EscapedPath())
 	}
 	return out
 }

@@ -129,6 +129,7 @@ func TestSecretsHoldEveryChannelsCredentials(t *testing.T) {
 	for _, s := range secrets {
 		require.NotEqual(t, "application/json", s, "a header excerpts show is no secret")
 		require.False(t, strings.Contains(s, "hooks.example.com"), "a webhook's address is no secret: %q", s)
+		require.False(t, strings.Contains(s, "/alerts"), "nor a short path, a route: %q", s)
 		require.NotEmpty(t, s)
 	}
 }
@@ -154,4 +155,23 @@ func TestREADMEAlertChannelsLoad(t *testing.T) {
 		kinds[ch.Kind] = true
 	}
 	require.Equal(t, map[string]bool{"webhook": true, "slack": true, "email": true}, kinds)
+}
+
+// A webhook URL that carries its token in its path or query (Zapier's
+// /hooks/catch/ACCOUNT/HOOK/) has those parts among the secrets, so that
+// a receiver quoting them back has them masked in the stored failure.
+func TestAWebhookURLsTokenPathIsASecret(t *testing.T) {
+	t.Setenv("HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	cfg, err := Load(writeFile(t, `alerts:
+  channels:
+    zap: {kind: webhook, url: "https://hooks.zapier.com/hooks/catch/123456/abcdef/", secret: "${HOOK_SECRET}"}
+    keyed: {kind: webhook, url: "https://alerts.example.com/in?key=k3y-0f-the-hook", secret: "${HOOK_SECRET}"}
+`), Overrides{})
+	require.NoError(t, err)
+	secrets := cfg.Secrets()
+	require.Contains(t, secrets, "/hooks/catch/123456/abcdef/")
+	require.Contains(t, secrets, "key=k3y-0f-the-hook")
+	for _, s := range secrets {
+		require.False(t, strings.Contains(s, "hooks.zapier.com") || strings.Contains(s, "alerts.example.com"), "the host is an address: %q", s)
+	}
 }

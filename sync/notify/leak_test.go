@@ -54,6 +54,18 @@ func TestAWebhooksSecretsStayOutOfItsErrors(t *testing.T) {
 	require.Equal(t, "Bearer hook-bearer-token-123", rc.Requests()[0].Header.Get("Authorization"), "the header was sent")
 }
 
+// A webhook URL whose path holds its token (as Zapier's do) is not quoted
+// in the error when the receiver echoes it back.
+func TestAWebhooksTokenPathStaysOutOfItsErrors(t *testing.T) {
+	rc := notifytest.NewReceiver(t, nil)
+	path := "/hooks/catch/123456/abcdef/"
+	rc.Handle(echo(path))
+	err := webhookChannel(t, rc.URL+path).Send(context.Background(), message())
+	requirePermanent(t, err, true)
+	require.Contains(t, err.Error(), "the receiver answered 400 Bad Request")
+	requireNoSecret(t, err, path)
+}
+
 func TestASlackURLStaysOutOfItsErrors(t *testing.T) {
 	rc := notifytest.NewReceiver(t, nil)
 	url := rc.URL + "/services/" + notifytest.SlackToken
