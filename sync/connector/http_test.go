@@ -223,3 +223,15 @@ func TestEchoedCredentialsAndPayloadSecretsAreMasked(t *testing.T) {
 	require.Equal(t, "key [redacted]", r.Text("key ck-Wx7Yz3"), "the redactor given to NewHTTP knows the key from now on")
 	require.Equal(t, "hunter2 correct horse", r.Text("hunter2 correct horse"), "a record's values stay that record's")
 }
+
+// A form body's configured personal-data field, nested in brackets as
+// Stripe's are, is masked in the request's excerpt that an attempt row
+// keeps; the fields around it stay readable.
+func TestAFormBodysConfiguredFieldIsMaskedInTheExcerpt(t *testing.T) {
+	body := []byte("amount=500&currency=eur&metadata[tax_id]=DE123456789&shipping[name]=Ada")
+	got := Excerpt(redact.New([]string{"tax_id"}), "POST /v1/payment_intents",
+		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, body)
+	require.NotContains(t, got, "DE123456789")
+	require.Contains(t, got, "metadata[tax_id]=[redacted]")
+	require.Contains(t, got, "amount=500&currency=eur")
+}

@@ -83,6 +83,8 @@ func TestText(t *testing.T) {
 		{"cut-off quoted pair", `{"password":"hunt`, `{"password":"[redacted]`},
 		{"multi-word key", "API Key: abc", "API Key: [redacted]"},
 		{"pair inside an innocent value", "note: token=abc", "note: token=[redacted]"},
+		{"form field in brackets", "amount=500&card[password]=hunter2&currency=eur", "amount=500&card[password]=[redacted]&currency=eur"},
+		{"form field nested twice", "metadata[login][api_key]=abc123&x=1", "metadata[login][api_key]=[redacted]&x=1"},
 		{"visa with spaces", "card 4242 4242 4242 4242 declined", "card [card] declined"},
 		{"visa with dashes", "4111-1111-1111-1111", "[card]"},
 		{"card run with a stray digit before", "qty 1 4242 4242 4242 4242", "qty 1 [card]"},
@@ -207,4 +209,13 @@ func TestKeepingLeavesNamedIDsReadable(t *testing.T) {
 	require.NotContains(t, got, "ab12cd34ef56gh78ij90kl12mn34", "other tokens are masked as before")
 	require.NotContains(t, got, "_secret_YrKJUKribcBjcG8HVhfZluoGH", "a token that holds an id is not the id")
 	require.Same(t, r, r.Keeping("short"), "no id long enough to be masked: the redactor itself")
+}
+
+// A configured personal-data field sent form-encoded in Stripe's bracket
+// notation (metadata[tax_id]=…) is masked in the excerpt of the request,
+// as it is in JSON: README's secrets promise covers attempt rows.
+func TestAConfiguredFieldInAFormBodyIsMasked(t *testing.T) {
+	r := New([]string{"tax_id", "phone"})
+	got := r.Text("amount=500&metadata[tax_id]=DE123456789&shipping[phone]=%2B4915112345678&currency=eur")
+	require.Equal(t, "amount=500&metadata[tax_id]=[redacted]&shipping[phone]=[redacted]&currency=eur", got)
 }

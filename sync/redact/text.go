@@ -9,9 +9,11 @@ import (
 
 var (
 	// keyPrefix finds the `key=`, `key: ` or `"key":` of a pair, also with
-	// JSON escaped once (`\"key\":`) as in a body quoted in a log line. A key
-	// is up to three words so that "API Key: …" is seen whole.
-	keyPrefix = regexp.MustCompile(`(?i)\\?"?\b([a-z][a-z0-9_.\-]*(?: [a-z][a-z0-9_.\-]*){0,2})\\?"?\s*[:=]\s*`)
+	// JSON escaped once (`\"key\":`) as in a body quoted in a log line, and
+	// the last key of a form field in bracket notation (`metadata[key]=`,
+	// as Stripe's form bodies carry nested fields). A key is up to three
+	// words so that "API Key: …" is seen whole.
+	keyPrefix = regexp.MustCompile(`(?i)\\?"?\b([a-z][a-z0-9_.\-]*(?: [a-z][a-z0-9_.\-]*){0,2})\\?"?\]?\s*[:=]\s*`)
 
 	// pairValue is the value after a keyPrefix: a quoted string (closed or cut
 	// off at the end of the text), a credential with its scheme ("Bearer
