@@ -106,7 +106,10 @@ func requeueLink(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error
 // (RecordHash), and new otherwise, so that the outbox pushes the update. An
 // attempt row says why the link changed without a call.
 func adoptLink(tx *gorm.DB, run FixRun, f Finding, from Status, now time.Time) (bool, error) {
-	status, err := adoptedStatus(tx, f)
+	// A deleted record's link is adopted too: the object it then names is
+	// the one its queued delete removes (the tombstone moved the link on,
+	// so a link the run saw before the delete fails the compare-and-set).
+	status, err := adoptedStatus(tx, f, true)
 	if err != nil {
 		return false, err
 	}
@@ -129,7 +132,7 @@ func adoptLink(tx *gorm.DB, run FixRun, f Finding, from Status, now time.Time) (
 // outbox creates it). ON CONFLICT DO NOTHING: a link made meanwhile, by an
 // upsert or another instance, wins.
 func insertLink(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error) {
-	status, err := adoptedStatus(tx, f) // also: is the record still there?
+	status, err := adoptedStatus(tx, f, false) // also: is the record still there, and live?
 	if err != nil {
 		return false, err
 	}
@@ -151,10 +154,17 @@ func insertLink(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error)
 
 // adoptedStatus is success when the record still has the content the
 // remote object was found to hold, new otherwise; ErrNotFound when the
-// record is gone.
-func adoptedStatus(tx *gorm.DB, f Finding) (Status, error) {
+// record is gone, or deleted unless deleted says it may be. A new link for
+// a deleted record would adopt its object in success, which nothing then
+// sends again (its delete is queued only for the links it had), or create
+// what the record no longer wants.
+func adoptedStatus(tx *gorm.DB, f Finding, deleted bool) (Status, error) {
 	var hashes []string
-	err := tx.Model(&Record{}).Where("local_type = ? AND local_id = ?", f.LocalType, f.LocalID).Limit(1).Pluck("content_hash", &hashes).Error
+	q := tx.Model(&Record{}).Where("local_type = ? AND local_id = ?", f.LocalType, f.LocalID)
+	if !deleted {
+		q = q.Where("deleted_at IS NULL")
+	}
+	err := q.Limit(1).Pluck("content_hash", &hashes).Error
 	if err != nil {
 		return "", err
 	}

@@ -55,3 +55,30 @@ func TestAfterADeleteReconciliationRecreatesNothingAndReportsAnObjectThatReappea
 		require.Empty(t, l.ExternalID, "not adopted")
 	})
 }
+
+// A dry run finds an object of ours with no link (unlinked_remote), and one
+// record never sent (never_synced); both records are deleted before a person
+// applies the dry run's fixes. Neither fix links a deleted record: the
+// object would stay at the provider under a link in success that nothing
+// sends again, and the never-sent record would be created.
+func TestApplyingADryRunLinksNoDeletedRecord(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db, withDelete)
+		e.orphanRecord(3)
+		e.orphanRecord(4)
+		orphan := e.crm.Insert(map[string]any{"external_key": key(4), "title": "Order 4", "total": "14.00"})
+		d := e.reconcile(RunOptions{DryRun: true})
+		require.Equal(t, map[string]int64{discrepancy.NeverSynced: 1, discrepancy.UnlinkedRemote: 1}, totals(d))
+
+		_, err := e.eng.Delete(context.Background(), "order", "3")
+		require.NoError(t, err)
+		_, err = e.eng.Delete(context.Background(), "order", "4")
+		require.NoError(t, err)
+		_, err = e.rec.ApplyDryRun(context.Background(), d.Run.ID, "ana@example.com")
+		require.NoError(t, err)
+		require.EqualValues(t, 0, e.countLinks(), "no link for a deleted record")
+		e.settle()
+		require.Equal(t, []string{orphan}, e.remoteIDs()[key(4)], "the object is left for a person, not adopted")
+		require.Empty(t, e.remoteIDs()[key(3)], "the deleted record was not created")
+	})
+}
