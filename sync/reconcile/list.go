@@ -167,6 +167,10 @@ func remoteFields(item map[string]any, t objectType) string {
 func (rn *run) listAll(ctx context.Context) error {
 	for _, g := range rn.groups {
 		cursor := ""
+		// The cursors met so far: one that comes back means the provider
+		// ignored it or its cursors go round. Neither is the listing's end,
+		// and the objects not listed yet would look missing.
+		met := map[string]bool{"": true}
 		for {
 			page, err := rn.listPage(ctx, g, cursor)
 			if err != nil {
@@ -187,9 +191,14 @@ func (rn *run) listAll(ctx context.Context) error {
 			if err := rn.progress(ctx); err != nil {
 				return err
 			}
-			if page.NextCursor == "" || page.NextCursor == cursor { // a cursor that does not move would loop forever
+			if page.NextCursor == "" {
 				break
 			}
+			if met[page.NextCursor] {
+				return fmt.Errorf("list %s (%s): the cursor %q came back after %d objects, so the listing went round instead of reaching its end; "+
+					"with part of the provider unseen, what it holds would look missing", rn.svc.Name, g.endpoint, page.NextCursor, rn.listed)
+			}
+			met[page.NextCursor] = true
 			cursor = page.NextCursor
 		}
 	}

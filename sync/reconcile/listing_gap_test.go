@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/connector"
 )
@@ -44,4 +45,52 @@ func TestAnObjectTheListingMissedIsAdoptedNotDoubled(t *testing.T) {
 		e.settle()
 		require.Equal(t, 1, e.crm.CountByKey(key(2)), "the object was there all along: adopt it, never create a second")
 	})
+}
+
+// roundLister returns the provider's first page, then pages of nothing whose
+// cursors go round as next says: a provider that ignores the cursor sent,
+// or whose cursors cycle.
+type roundLister struct {
+	conn Lister
+	next map[string]string
+}
+
+func (l roundLister) List(ctx context.Context, typ, cursor string) (connector.Page, connector.Call) {
+	if cursor == "" {
+		p, c := l.conn.List(ctx, typ, "")
+		p.NextCursor = l.next[""]
+		return p, c
+	}
+	return connector.Page{NextCursor: l.next[cursor]}, connector.Call{Class: connector.OK}
+}
+
+// A listing whose cursor comes back (the provider ignored it, or its
+// cursors cycle) did not see the whole provider: the run ends failed, as a
+// listing that fails does, and fixes nothing. Taken for the end of the
+// listing, every object not yet listed would look missing and be created
+// again; a cycle would hold the run, and every later run of the service,
+// for ever.
+func TestAListingWhoseCursorComesBackFailsTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		next map[string]string
+	}{
+		{"the cursor sent comes back", map[string]string{"": "p2", "p2": "p2"}},
+		{"the cursors cycle", map[string]string{"": "p2", "p2": "p3", "p3": "p2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				e := setup(t, db)
+				e.seedOrders(1, 3)
+				e.rec = e.reconciler(roundLister{conn: e.conn, next: tc.next}, Options{})
+				run, err := e.rec.Run(context.Background(), "crm", RunOptions{TriggeredBy: "scheduler"})
+				require.ErrorContains(t, err, `the cursor "p2" came back after 3 objects`)
+				d := e.detail(run.ID)
+				require.Equal(t, models.RunFailed, d.Run.Status)
+				require.Contains(t, d.Run.Error, "came back")
+				require.Zero(t, d.Run.Fixed)
+				require.Empty(t, totals(d), "nothing was taken for missing")
+			})
+		})
+	}
 }
