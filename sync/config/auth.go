@@ -52,6 +52,14 @@ func (a Auth) validate(name string) []error {
 		if a.ClientSecret == "" && a.RefreshToken == "" {
 			bad("client_secret", "OAuth 2.0 needs a client secret (client credentials grant) or a refresh_token")
 		}
+		// Each one given must hold something: an empty refresh token would
+		// quietly turn the grant into client credentials.
+		if a.ClientSecret != "" {
+			need("client_secret", a.ClientSecret, "")
+		}
+		if a.RefreshToken != "" {
+			need("refresh_token", a.RefreshToken, "")
+		}
 		if !tokenURLShape(a.TokenURL) {
 			bad("token_url", "%q is neither an http(s) URL nor a path starting with /", a.TokenURL)
 		}

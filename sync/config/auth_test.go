@@ -28,6 +28,12 @@ func TestBadAuthNamesTheSetting(t *testing.T) {
 		{"{type: oauth2, token_url: /token, client_id: c, refresh_token: '${SYNCDESK_NO_SUCH_VAR}'}",
 			"setting services.crm.auth.refresh_token: environment variable SYNCDESK_NO_SUCH_VAR is not set"},
 		{"{type: oauth2, token_url: /token, client_id: c, client_secret: s, lifetime: -1m}", "setting services.crm.auth.lifetime: must be 0"},
+		// Set but empty: an empty refresh token would turn the grant into
+		// client credentials with an empty secret, refused at every send.
+		{"{type: oauth2, token_url: /token, client_id: c, refresh_token: '${SYNCDESK_TEST_EMPTY}'}",
+			"setting services.crm.auth.refresh_token: is empty once its environment variables are read"},
+		{"{type: oauth2, token_url: /token, client_id: c, client_secret: '${SYNCDESK_TEST_EMPTY}'}",
+			"setting services.crm.auth.client_secret: is empty once its environment variables are read"},
 	} {
 		_, err := Load(writeFile(t, svc("auth: "+tc.auth)), Overrides{})
 		require.Error(t, err, tc.auth)
