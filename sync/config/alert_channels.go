@@ -279,8 +279,9 @@ func (ch AlertChannel) secrets() []string { return ch.Secrets() }
 // (see secretPieces), for the redactor to mask: a webhook's signing secret,
 // the values of its headers but those excerpts show, any ${VAR} its URL
 // names, and the parts of its URL that may hold a token (hookPathParts),
-// which README promises no stored failure quotes; a Slack webhook's URL, whole and by the path that holds its
-// token; an SMTP password, and the AUTH PLAIN credential it travels in.
+// which README promises no stored failure quotes; a Slack webhook's URL,
+// whole and by the path that holds its token; an SMTP password, and the
+// AUTH PLAIN credential it travels in.
 func (ch AlertChannel) Secrets() []string {
 	var out []string
 	switch ch.Kind {

@@ -39,6 +39,8 @@ func TestPrecedenceFlagsOverEnvOverFileOverDefaults(t *testing.T) {
 }
 
 func TestBadValuesNameTheSetting(t *testing.T) {
+	t.Setenv("SYNCDESK_TEST_EMPTY", "")
+	t.Setenv("SYNCDESK_TEST_FROM_FILE", "tok-123\n") // as a secret read from a file ends
 	for _, tc := range []struct{ yaml, want string }{
 		{"addr: nonsense", "setting addr"},
 		{"db: mysql://x", "setting db"},
@@ -53,6 +55,11 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 		{"metrics: {access: token}", "setting metrics.token"},
 		{strings.Replace(svc(""), "http://127.0.0.1:9000", "ftp://x", 1), "setting services.crm.base_url"},
 		{svc("headers: {Authorization: 'Bearer ${SYNCDESK_NO_SUCH_VAR}'}"), "setting services.crm.headers.Authorization: environment variable SYNCDESK_NO_SUCH_VAR is not set"},
+		// Go's HTTP client would refuse each of these at every send, and the
+		// link fail with words that name no setting.
+		{svc("headers: {Authorization: 'Bearer ${SYNCDESK_TEST_EMPTY}'}"), "setting services.crm.headers.Authorization: environment variable SYNCDESK_TEST_EMPTY is empty"},
+		{svc("headers: {Authorization: 'Bearer ${SYNCDESK_TEST_FROM_FILE}'}"), "setting services.crm.headers.Authorization: the value holds characters a header cannot carry"},
+		{svc("headers: {'X Key': x}"), `setting services.crm.headers.X Key: "X Key" is not an HTTP header name`},
 		{svc("retry: {max_attempts: -1, base: 1s, max: 2s}"), "setting services.crm.retry.max_attempts"},
 		{strings.Replace(svc(""), "PUT /deals/{external_id}", "PUT /deals", 1), "setting services.crm.objects.order.update: the path needs {external_id}"},
 		{strings.Replace(svc(""), "POST /deals", "FETCH /deals", 1), "setting services.crm.objects.order.create"},

@@ -267,11 +267,7 @@ func (s Service) validate(name string) []error {
 	if u, err := url.Parse(s.BaseURL); len(s.Objects) > 0 && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		bad("base_url", "%q is not an http(s) URL", s.BaseURL)
 	}
-	for h, v := range s.Headers {
-		if _, missing := ExpandEnv(v); len(missing) > 0 {
-			bad("headers."+h, "environment variable %s is not set", strings.Join(missing, ", "))
-		}
-	}
+	checkHeaders(bad, s.Headers)
 	if s.Timeout < 0 {
 		bad("timeout", "must be positive")
 	}

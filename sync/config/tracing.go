@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-
-	"golang.org/x/net/http/httpguts"
 )
 
 // Tracing sends OpenTelemetry traces to an OTLP collector. Off unless an
@@ -93,17 +91,7 @@ func (t Tracing) validate() []error {
 	if !(t.SampleRatio >= 0 && t.SampleRatio <= 1) {
 		bad("sample_ratio", "must be between 0 and 1 (1 keeps every trace), got %v", t.SampleRatio)
 	}
-	for _, name := range t.headerNames() {
-		v := t.Headers[name]
-		switch _, missing := ExpandEnv(v); {
-		case !httpguts.ValidHeaderFieldName(name):
-			bad("headers."+name, "%q is not an HTTP header name", name)
-		case len(missing) > 0:
-			bad("headers."+name, "environment variable %s is not set", strings.Join(missing, ", "))
-		case !httpguts.ValidHeaderFieldValue(t.ExpandedHeaders()[name]):
-			bad("headers."+name, "the value holds characters a header cannot carry (a line break?)")
-		}
-	}
+	checkHeaders(bad, t.Headers)
 	if len(t.Headers) > 0 && !t.On() {
 		bad("headers", "are sent to the collector; give tracing.otlp_endpoint too")
 	}
