@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -237,6 +238,12 @@ func (c Config) Validate() error {
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		bad("tls", "cert_file and key_file go together")
+	} else if c.TLS.CertFile != "" {
+		// Read now, not when the server starts listening: by then the
+		// engine is sending, and the start has said it is running.
+		if _, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile); err != nil {
+			bad("tls", "cert_file and key_file do not load as a certificate and its key: %v", err)
+		}
 	}
 	if _, err := c.Log.level(); err != nil {
 		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)

@@ -1,6 +1,14 @@
 package config
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,4 +153,40 @@ func TestDemoIsChosenOnlyWithNothingConfigured(t *testing.T) {
 	require.ErrorContains(t, err, "setting demo")
 	_, err = Load(p, Overrides{})
 	require.ErrorContains(t, err, "setting demo")
+}
+
+// The certificate and key are read at start: a missing file, or a key that
+// is not the certificate's, stops it naming tls, before anything is sent or
+// "running at https://…" is said; a good pair loads.
+func TestTLSFilesAreReadAtStart(t *testing.T) {
+	dir := t.TempDir()
+	certPEM, keyPEM := selfSigned(t)
+	_, otherKey := selfSigned(t)
+	for name, body := range map[string][]byte{"cert.pem": certPEM, "key.pem": keyPEM, "other.pem": otherKey} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), body, 0o600))
+	}
+	tlsYAML := func(cert, key string) string {
+		return fmt.Sprintf("tls: {cert_file: %q, key_file: %q}\n", filepath.Join(dir, cert), filepath.Join(dir, key))
+	}
+	_, err := Load(writeFile(t, tlsYAML("missing.pem", "key.pem")), Overrides{})
+	require.ErrorContains(t, err, "setting tls: cert_file and key_file do not load as a certificate and its key: open ")
+	_, err = Load(writeFile(t, tlsYAML("cert.pem", "other.pem")), Overrides{})
+	require.ErrorContains(t, err, "setting tls: cert_file and key_file do not load as a certificate and its key: tls: private key does not match public key")
+	cfg, err := Load(writeFile(t, tlsYAML("cert.pem", "key.pem")), Overrides{})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "cert.pem"), cfg.TLS.CertFile)
+}
+
+// selfSigned makes a certificate for localhost and its key, in PEM.
+func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
