@@ -25,7 +25,9 @@ func (Seen) TableName() string { return "reconcile_seen" }
 
 // InsertSeen stores a page of listed objects. An object listed twice (a
 // provider's pages shifted under the cursor) is kept once: the unique index
-// on (run_id, external_id) and DO NOTHING drop the repeat.
+// on (run_id, local_type, external_id) and DO NOTHING drop the repeat. Two
+// endpoints' objects with the same id (HubSpot's contacts and companies)
+// are of different types, and both kept.
 func InsertSeen(db *gorm.DB, rows []Seen) error {
 	if len(rows) == 0 {
 		return nil
@@ -104,14 +106,15 @@ func LoadCompareBatch(db *gorm.DB, runID int64, service, localType, afterID stri
 	return b, wrapErr(err, "read listed objects to compare")
 }
 
-// SeenIDs returns which of ids a run listed, under any key.
-func SeenIDs(db *gorm.DB, runID int64, ids []string) (map[string]bool, error) {
+// SeenIDs returns which of ids a run listed under any key of types: the
+// local types one list endpoint returns, whose objects share their ids.
+func SeenIDs(db *gorm.DB, runID int64, types, ids []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(ids) == 0 {
 		return out, nil
 	}
 	var found []string
-	err := db.Model(&Seen{}).Where("run_id = ? AND external_id IN ?", runID, ids).Pluck("external_id", &found).Error
+	err := db.Model(&Seen{}).Where("run_id = ? AND local_type IN ? AND external_id IN ?", runID, types, ids).Pluck("external_id", &found).Error
 	for _, id := range found {
 		out[id] = true
 	}

@@ -145,3 +145,30 @@ func TestEachDiscrepancyBatchSpansBatches(t *testing.T) {
 		require.Equal(t, 1, calls, "the first error stops the export")
 	})
 }
+
+// Two endpoints may number their objects alike (HubSpot's contacts and
+// companies both count from 1): a run keeps company 101 and contact 101
+// both, and a contact link's id 101 counts as listed only if a contact 101
+// was. The same object listed twice, as pages shift, is kept once.
+func TestListedObjectsOfTwoEndpointsMayShareAnID(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+		r := models.ReconciliationRun{Service: "hubspot", StartedAt: now, HeartbeatAt: &now}
+		require.NoError(t, models.StartRun(db, &r))
+		company := models.Seen{RunID: r.ID, LocalType: "company", LocalID: "7", ExternalKey: "company_7", ExternalID: "101", Fields: "{}"}
+		contact := models.Seen{RunID: r.ID, LocalType: "contact", LocalID: "9", ExternalKey: "contact_9", ExternalID: "101", Fields: "{}"}
+		require.NoError(t, models.InsertSeen(db, []models.Seen{company}))
+		require.NoError(t, models.InsertSeen(db, []models.Seen{contact, company}))
+		var n int64
+		require.NoError(t, db.Model(&models.Seen{}).Where("run_id = ?", r.ID).Count(&n).Error)
+		require.EqualValues(t, 2, n, "the company and the contact, the company once")
+
+		seen, err := models.SeenIDs(db, r.ID, []string{"contact"}, []string{"101", "102"})
+		require.NoError(t, err)
+		require.Equal(t, map[string]bool{"101": true}, seen)
+		require.NoError(t, db.Where("local_type = ?", "contact").Delete(&models.Seen{}).Error)
+		seen, err = models.SeenIDs(db, r.ID, []string{"contact"}, []string{"101"})
+		require.NoError(t, err)
+		require.Empty(t, seen, "a company 101 says nothing of contact 101")
+	})
+}

@@ -112,7 +112,11 @@ func (rn *run) subjectsOf(ctx context.Context, b *models.CompareBatch) ([]subjec
 			lookup = append(lookup, l.ExternalID)
 		}
 	}
-	listed, err := models.SeenIDs(rn.r.db.WithContext(ctx), rn.row.ID, lookup)
+	var types []string
+	if len(b.Records) > 0 {
+		types = rn.endpointTypes(b.Records[0].LocalType)
+	}
+	listed, err := models.SeenIDs(rn.r.db.WithContext(ctx), rn.row.ID, types, lookup)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,23 @@ type objectType struct {
 	body *mapping.Mapping
 }
 
+// endpointTypes names the local types listed from the endpoint that lists
+// localType, itself among them: objects that share one id space.
+func (rn *run) endpointTypes(localType string) []string {
+	for _, g := range rn.groups {
+		for _, t := range g.types {
+			if t.name == localType {
+				names := make([]string, len(g.types))
+				for i, t := range g.types {
+					names[i] = t.name
+				}
+				return names
+			}
+		}
+	}
+	return []string{localType}
+}
+
 // listGroups returns a service's list endpoints with their types, sorted.
 func listGroups(s Service) []listGroup {
 	byEndpoint := map[string]*listGroup{}
