@@ -39,8 +39,11 @@ type Alerts struct {
 	owner    string // this instance's claims
 
 	// The delivery's knobs; tests shorten them.
-	sendTimeout time.Duration // one send's limit, so a hanging receiver holds one try only
-	lease       time.Duration // a claim's; longer than sendTimeout
+	// sendTimeout bounds a send to a channel the configuration does not
+	// describe (tests give their own); a configured channel's own timeout
+	// bounds its sends, so that a hanging receiver holds one try only.
+	sendTimeout time.Duration
+	lease       time.Duration // a claim's; longer than any send's limit
 	maxTries    int
 	batch       int
 	jitter      func() float64 // in [0, 1)
@@ -60,8 +63,12 @@ func New(db *gorm.DB, cfg config.Alerts, channels map[string]notify.Channel, clk
 	if log == nil {
 		log = slog.Default()
 	}
+	lease := time.Minute
+	for _, ch := range cfg.Channels {
+		lease = max(lease, ch.SendTimeout()+30*time.Second)
+	}
 	return &Alerts{db: db, cfg: cfg.WithDefaults(), channels: channels, names: names, clock: clk, log: log, redactor: r,
-		owner: "alerts-" + randomHex(8), sendTimeout: 10 * time.Second, lease: time.Minute, maxTries: 10, batch: 20,
+		owner: "alerts-" + randomHex(8), sendTimeout: config.DefaultChannelTimeout, lease: lease, maxTries: 10, batch: 20,
 		jitter: mrand.Float64}
 }
 

@@ -106,11 +106,15 @@ func (a *Alerts) send(ctx context.Context, n models.IncidentNotification, inc mo
 	}
 	m := notify.Message{ID: fmt.Sprintf("syncdesk-notification-%d", n.ID), Incident: inc.ID, Rule: inc.Rule, Subject: inc.Subject,
 		State: notify.State(n.State), Title: n.Title, Text: n.Text, URL: a.link(inc.URL), At: n.DecidedAt}
-	sctx, cancel := context.WithTimeout(ctx, a.sendTimeout)
+	limit := a.sendTimeout
+	if c, ok := a.cfg.Channels[n.Channel]; ok {
+		limit = c.SendTimeout()
+	}
+	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	err := ch.Send(sctx, m)
 	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("the channel did not answer within %s: %w", a.sendTimeout, err)
+		return fmt.Errorf("the channel did not answer within %s: %w", limit, err)
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
@@ -261,5 +262,29 @@ func TestAReceiverThatIsDownGetsTheNotificationWhenBack(t *testing.T) {
 		n = notifications(t, db)[0]
 		require.Equal(t, models.NotificationSent, n.Status)
 		require.Equal(t, 2, n.Tries)
+	})
+}
+
+// A channel's own timeout bounds its sends, above the default as below it:
+// a receiver that answers after 600 ms is waited for when the channel says
+// 2s, though sends of channels the configuration does not describe stop at
+// 300 ms here.
+func TestAChannelsOwnTimeoutBoundsItsSends(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		rc := notifytest.NewReceiver(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) bool {
+			time.Sleep(600 * time.Millisecond)
+			w.WriteHeader(http.StatusNoContent)
+			return true
+		})
+		cfg := config.AlertChannel{Kind: "webhook", URL: rc.URL, Secret: hookSecret, Timeout: 2 * time.Second}
+		ch, err := notify.New("rec", cfg)
+		require.NoError(t, err)
+		b := setupChannels(t, db, config.Alerts{Channels: map[string]config.AlertChannel{"rec": cfg}}, map[string]notify.Channel{"rec": ch})
+		b.a.sendTimeout = 300 * time.Millisecond
+		openPause(t, b)
+		require.NoError(t, b.a.Deliver(context.Background()))
+		n := notifications(t, db)[0]
+		require.Equal(t, models.NotificationSent, n.Status, n.LastError)
+		require.GreaterOrEqual(t, b.a.lease, 2*time.Second+30*time.Second, "a claim outlasts the channel's longest send")
 	})
 }
