@@ -126,6 +126,14 @@ func TestServicesGetDefaultsAndRoutes(t *testing.T) {
 	require.Equal(t, "Bearer ${CRM_TOKEN}", s.Headers["Authorization"], "the secret is expanded only in memory, by the connector")
 }
 
+// A base_url written with a trailing slash is the same base: endpoint
+// paths, which start with "/", are not sent as //deals.
+func TestABaseURLsTrailingSlashIsDropped(t *testing.T) {
+	cfg, err := Load(writeFile(t, strings.Replace(svc(""), "http://127.0.0.1:9000", "http://127.0.0.1:9000/api/", 1)), Overrides{})
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:9000/api", cfg.Services["crm"].BaseURL)
+}
+
 func TestComparedFields(t *testing.T) {
 	o := Object{KeyField: "external_key", IDField: "id"}
 	payload := map[string]any{"title": "x", "amount": 1, "external_key": "k", "id": "d1"}

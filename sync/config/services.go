@@ -214,6 +214,9 @@ func (s *Service) applyDefaults() {
 	if s.Kind == "" {
 		s.Kind = "http"
 	}
+	// Every endpoint's path starts with "/": a base_url written with a
+	// trailing one would send //crm/v3/…, which many providers answer 404.
+	s.BaseURL = strings.TrimRight(s.BaseURL, "/")
 	if s.Timeout == 0 {
 		s.Timeout = 10 * time.Second
 	}
