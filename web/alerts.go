@@ -14,6 +14,11 @@ import (
 	"github.com/syncdesk/syncdesk/views"
 )
 
+// adminPages are the pages an incident may point to that only an admin
+// opens (see routes.go), by their words: another person is told who acts
+// there, rather than sent to a page that refuses them.
+var adminPages = map[string]string{"/schedules": "Schedules", "/users": "Users"}
+
 // resolvedShown is how many ended incidents the alerts page lists.
 const resolvedShown = 30
 
@@ -32,6 +37,11 @@ func (s *Server) listAlerts(c echo.Context) error {
 	v := views.AlertsView{Channels: s.cfg.Alerts.ChannelNames(), Every: s.cfg.Alerts.WithDefaults().Every}
 	if v.Open, err = incidentRows(db, open); err != nil {
 		return err
+	}
+	if u := currentUser(c); u == nil || u.Role != models.RoleAdmin {
+		for i := range v.Open {
+			v.Open[i].AdminPage = adminPages[v.Open[i].URL]
+		}
 	}
 	if v.Resolved, err = incidentRows(db, resolved); err != nil {
 		return err

@@ -110,3 +110,23 @@ func TestAnOperatorAcknowledgesAnIncidentOnceAudited(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, bo.post("/alerts", "/alerts/999999/acknowledge", nil).status)
 	})
 }
+
+// An incident whose page only an admin may open (a failing task: Schedules)
+// sends an admin there, and tells anyone else who acts on it, instead of a
+// link that would answer 403.
+func TestAnIncidentOnAnAdminsPageTellsOthersWhoActs(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		_, err := models.OpenIncident(db, models.Incident{Rule: "task_failing", Subject: "prune-events", URL: "/schedules"},
+			models.IncidentChange{State: "opened", Title: "The scheduled task prune-events failed 3 times in a row", Text: "Fix it.", At: b.clock.Now()})
+		require.NoError(t, err)
+		admin := b.signedIn("root@example.com", models.RoleAdmin).get("/alerts").body
+		require.Contains(t, admin, `href="/schedules">Open the page to act on it</a>`)
+		for _, role := range []models.Role{models.RoleOperator, models.RoleViewer} {
+			body := b.signedIn(string(role)+"@example.com", role).get("/alerts").body
+			require.NotContains(t, body, `href="/schedules">Open the page`, role)
+			require.Contains(t, pageText(body), "An admin acts on it, on the Schedules page.", role)
+		}
+	})
+}
