@@ -131,7 +131,20 @@ func TestClassifyByKeyTemplate(t *testing.T) {
 		require.Equal(t, tc.id, s.LocalID)
 		require.Equal(t, tc.want, s.ExternalID)
 	}
-	s, ok := groups[1].classify(9, map[string]any{"id": 42, "external_key": "invoice_A-1"})
+	// Two types by the default template, one name the other's prefix: a key
+	// goes to the type whose template says more of it.
+	line := svc.Objects["order"]
+	line.ExternalKey = "site_order_line_{local_id}"
+	svc.Objects["order_line"] = line
+	groups = listGroups(Service{Name: "crm", Config: svc})
+	s, ok := groups[0].classify(9, map[string]any{"id": "deal_6", "external_key": "site_order_line_5"})
+	require.True(t, ok)
+	require.Equal(t, []string{"order_line", "5"}, []string{s.LocalType, s.LocalID}, "not order line_5")
+	s, ok = groups[0].classify(9, map[string]any{"id": "deal_7", "external_key": "site_order_5"})
+	require.True(t, ok)
+	require.Equal(t, []string{"order", "5"}, []string{s.LocalType, s.LocalID})
+
+	s, ok = groups[1].classify(9, map[string]any{"id": 42, "external_key": "invoice_A-1"})
 	require.False(t, ok, "a numeric id that did not come through JSON is no id")
 	s, ok = groups[1].classify(9, map[string]any{"id": "inv_42", "external_key": "invoice_A-1"})
 	require.True(t, ok, "the default template {local_type}_{local_id}")

@@ -22,7 +22,7 @@ import (
 // are listed once, and each object goes to the type whose key it carries.
 type listGroup struct {
 	endpoint string
-	types    []objectType // sorted by name: the first whose key template matches wins
+	types    []objectType // most specific key template first (see listGroups): the first that matches wins
 }
 
 // objectType is one routed local type as reconciliation sees it.
@@ -30,6 +30,7 @@ type objectType struct {
 	name    string
 	obj     config.Object
 	key     *regexp.Regexp // our external key template, with the local id captured
+	fixed   int            // how many characters of the key template are fixed, not the id
 	compare []string       // the configured compared fields; nil: the payload's top-level fields
 	// body is the object's body mapping, when it has one: the object is
 	// then compared with the body the record maps to (see mappedDiff).
@@ -70,6 +71,10 @@ func listGroups(s Service) []listGroup {
 	}
 	out := make([]listGroup, 0, len(byEndpoint))
 	for _, g := range byEndpoint {
+		// The template with more fixed characters first: order_line_5 is an
+		// order_line's key (order_line_{local_id}), though order_{local_id}
+		// matches it too, with the id line_5. Equal ones by name.
+		slices.SortStableFunc(g.types, func(a, b objectType) int { return b.fixed - a.fixed })
 		out = append(out, *g)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].endpoint < out[j].endpoint })
@@ -79,7 +84,8 @@ func listGroups(s Service) []listGroup {
 // typeOf is one type of a service as reconciliation sees it.
 func typeOf(s Service, name string) objectType {
 	o := withDefaults(s.Config.Objects[name])
-	t := objectType{name: name, obj: o, key: keyPattern(o.ExternalKey, name), compare: s.Config.Reconcile.Compare[name]}
+	t := objectType{name: name, obj: o, key: keyPattern(o.ExternalKey, name), compare: s.Config.Reconcile.Compare[name],
+		fixed: len(strings.ReplaceAll(strings.ReplaceAll(o.ExternalKey, "{local_type}", name), "{local_id}", ""))}
 	if !o.Body.IsZero() {
 		t.body, _ = mapping.Compile(o.Body.Fields, o.Body.Expr) // refused at start when it does not compile
 	}
