@@ -269,10 +269,15 @@ func (w *walker) array() ([]byte, error) {
 	return append(out, ']'), nil
 }
 
-// nameKeys are the members that say what a sibling "value" holds.
-var nameKeys = map[string]bool{"name": true, "key": true, "field": true, "label": true, "type": true}
+// nameKeys are the members that say what a sibling value member holds
+// (valueKeys); HubSpot's property change events name theirs propertyName
+// and propertyValue.
+var nameKeys = map[string]bool{"name": true, "key": true, "field": true, "label": true, "type": true, "propertyname": true}
 
-// maskNamedValues masks "value" and "values" in an object whose name member
+// valueKeys are the members a nameKeys member names.
+var valueKeys = map[string]bool{"value": true, "values": true, "propertyvalue": true}
+
+// maskNamedValues masks the value members in an object whose name member
 // names a sensitive field, or in any object when unnamed is set (a cut may
 // have dropped its name). The name is checked after its own redaction, so a
 // second pass sees the same name and decides the same way.
@@ -288,7 +293,7 @@ func (r *Redactor) maskNamedValues(members []member, unnamed bool) {
 		return
 	}
 	for i, m := range members {
-		if k := strings.ToLower(m.key); k == "value" || k == "values" {
+		if valueKeys[strings.ToLower(m.key)] {
 			members[i].val = redactedJSON
 		}
 	}

@@ -141,7 +141,7 @@ func (c *collector) object(sensitive bool) error {
 			return err
 		}
 		switch k := strings.ToLower(key); {
-		case k == "value" || k == "values":
+		case valueKeys[k]:
 			later = append(later, member{key, c.i})
 			err = c.skip()
 		case nameKeys[k] && c.peek() == '"':

@@ -131,6 +131,11 @@ func TestJSON(t *testing.T) {
 			`{"note":"Bearer [redacted] for [email]","id":"123e4567-e89b-12d3-a456-426614174000"}`},
 		{"named custom field", `{"fields":[{"value":"+1 555 0100","name":"Phone"},{"name":"Plan","value":"gold"}]}`,
 			`{"fields":[{"value":"[redacted]","name":"Phone"},{"name":"Plan","value":"gold"}]}`},
+		// HubSpot's property change events name the field and carry its value
+		// apart: {"propertyName":"phone","propertyValue":"…"}.
+		{"named property change", `[{"objectId":51,"propertyName":"phone","propertyValue":"+16175550100"},{"propertyName":"dealstage","propertyValue":"won"}]`,
+			`[{"objectId":51,"propertyName":"phone","propertyValue":"[redacted]"},{"propertyName":"dealstage","propertyValue":"won"}]`},
+		{"a name alone masks nothing", `{"firstname":"phone","value":"x"}`, `{"firstname":"phone","value":"x"}`},
 		{"json inside a string", `{"payload":"{\"cardNumber\": \"4111\", \"id\": 5}"}`,
 			`{"payload":"{\"cardNumber\":\"[redacted]\",\"id\":5}"}`},
 		{"configured field", `{"birthDate":"1990-01-01"}`, `{"birthDate":"[redacted]"}`},
