@@ -36,6 +36,10 @@ type Call struct {
 	Error          string   // a short reason in words, redacted
 	Request        string   // redacted excerpt
 	Response       string   // redacted excerpt
+	// Unsent: the request never left, its wait for the service's pace cut
+	// short by our own stop. It says nothing of the provider, and is no
+	// attempt.
+	Unsent bool
 }
 
 // Page is one page of a provider's objects.
@@ -152,7 +156,7 @@ func (c *HTTP) do(ctx context.Context, rq request) (Call, answer) {
 	// does not count against the call's timeout.
 	done, err := c.gate.Wait(ctx)
 	if err != nil {
-		return Call{Operation: rq.op, Class: Temporary, Error: "stopped while waiting for the service's rate limit"}, answer{}
+		return Call{Operation: rq.op, Class: Temporary, Unsent: true, Error: "stopped while waiting for the service's rate limit"}, answer{}
 	}
 	call, a := c.send(ctx, rq)
 	done(a.res)

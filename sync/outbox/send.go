@@ -57,6 +57,11 @@ type sender struct {
 	// open, or opened it: the provider is down, not the link wrong, and
 	// the link keeps its attempts for when the service resumes.
 	uncharged bool
+	// unsent: the last call never left, its wait for the service's pace
+	// cut short by our stop (connector.Call.Unsent): no attempt, and
+	// nothing for the breaker, which would take our stop for the
+	// provider's failures and pause the service.
+	unsent bool
 }
 
 func (s *sender) run(ctx context.Context) {
@@ -240,6 +245,9 @@ func (s *sender) call(ctx context.Context, f func(context.Context) connector.Cal
 	// quote what the provider stored.
 	c.Error, c.Request, c.Response = s.redact.Known(c.Error), s.redact.Known(c.Request), s.redact.Known(c.Response)
 	s.stopped = ctx.Err() != nil
+	if s.unsent = c.Unsent; s.unsent {
+		return c // not a call: no attempt, and nothing for the breaker
+	}
 	s.breaker(ctx, c)
 	s.out.Attempts++
 	outcome := outcomeOf(c)
@@ -272,7 +280,9 @@ func (s *sender) breaker(ctx context.Context, c connector.Call) {
 func (s *sender) settle(c connector.Call, pushed string) {
 	now := s.e.clock.Now()
 	s.out.LastHTTP, s.out.LastError = c.HTTPCode, c.Error
-	if c.Class != connector.OK {
+	if c.Unsent {
+		s.e.log.Info("not sent, handed back", "service", s.svc.Name, "link", s.j.link.ID, "operation", c.Operation, "why", c.Error)
+	} else if c.Class != connector.OK {
 		s.e.log.Warn("send failed", "service", s.svc.Name, "link", s.j.link.ID, "key", s.j.link.ExternalKey,
 			"operation", c.Operation, "class", string(c.Class), "ambiguous", c.Ambiguous, "http", c.HTTPCode, "error", c.Error)
 	}
@@ -280,6 +290,14 @@ func (s *sender) settle(c connector.Call, pushed string) {
 	case c.Class == connector.OK:
 		s.out.Status, s.out.ExternalID, s.out.PushedHash = models.StatusSuccess, c.ExternalID, pushed
 		s.out.NeedsLookup, s.out.DeleteUnknown, s.out.LastError, s.out.NextAttempt = false, false, "", now
+	case s.unsent:
+		// Handed back as claimed, for the next engine to send at once.
+		s.out.LastHTTP, s.out.LastError = s.j.link.LastHTTPCode, s.j.link.LastError
+		s.out.Status, s.out.NextAttempt = models.StatusRetry, now
+		if s.out.Attempts == 0 {
+			s.out.Status = models.StatusNew
+		}
+		s.out.Requested = false // a Sync now waits for the send that goes
 	case c.Class == connector.Permanent:
 		s.out.Status, s.out.NextAttempt = models.StatusFailed, now
 		if s.out.LastError == "" {

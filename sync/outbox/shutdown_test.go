@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 )
 
@@ -171,5 +173,45 @@ func TestASyncNowWhoseSendAStopCutsShortStaysAsked(t *testing.T) {
 		require.NoError(t, db.Find(&rows).Error)
 		require.Len(t, rows, 1, "ana's request waits for a send that is not cut short")
 		require.Equal(t, "ana", rows[0].StartedBy)
+	})
+}
+
+// heldGate holds every call until its context ends: a service whose rate
+// limit says wait.
+type heldGate struct{ waiting chan struct{} }
+
+func (g heldGate) Wait(ctx context.Context) (func(*http.Response), error) {
+	select {
+	case g.waiting <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A send our stop cut short while it waited for the service's rate limit
+// never left: it is no attempt (nothing is logged, and the link keeps its
+// attempts) and no failure of the provider's, and the link goes again at
+// once on the next engine.
+func TestAStopDuringTheRateLimitsWaitIsNoAttempt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		gate := heldGate{waiting: make(chan struct{}, 1)}
+		e.svcs[0].Conn = connector.NewHTTP("crm", e.svcs[0].Config, e.redactr, nil).WithGate(gate)
+		eng := e.engine(db, Options{Concurrency: 1, Grace: 50 * time.Millisecond})
+		e.upsert("order", "1", `{"title":"Order 1","total":"11.00"}`)
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- eng.Drain(ctx) }()
+		<-gate.waiting
+		stop()
+		require.NoError(t, <-done)
+
+		l := e.link("order", "1", "crm")
+		require.Equal(t, models.StatusNew, l.Status, l.LastError)
+		require.Zero(t, l.Attempts)
+		require.Empty(t, l.LastError)
+		require.Empty(t, e.attempts(l.ID), "no call was made")
+		require.Zero(t, e.crm.Requests().Total)
 	})
 }
