@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -30,7 +31,9 @@ func CanonicalPayload(raw []byte) (string, string, error) {
 	if err := dec.Decode(&obj); err != nil || obj == nil {
 		return "", "", Invalid("the payload must be a JSON object")
 	}
-	if dec.More() {
+	// More is false before a stray } or ]: only the end of the input
+	// says nothing follows.
+	if _, err := dec.Token(); err != io.EOF {
 		return "", "", Invalid("the payload must be one JSON object, with nothing after it")
 	}
 	out, err := json.Marshal(obj) // encoding/json sorts map keys

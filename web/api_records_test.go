@@ -83,6 +83,8 @@ func TestRecordsAPIRefusesBadInputInWords(t *testing.T) {
 		{"PUT", "/api/v1/records/order/1", `not json`, 400, "must be a JSON object"},
 		{"PUT", "/api/v1/records/order/1", `[1]`, 400, "must be a JSON object"},
 		{"PUT", "/api/v1/records/order/1", `{"a":1} {"b":2}`, 400, "nothing after it"},
+		{"PUT", "/api/v1/records/order/1", `{"a":1}}`, 400, "nothing after it"},
+		{"PUT", "/api/v1/records/order/1", `{"a":1}]`, 400, "nothing after it"},
 		{"PUT", "/api/v1/records/invoice/1", `{}`, 400, "no service is configured for records of type"},
 		{"PUT", "/api/v1/records/order/1", `{"x":"` + strings.Repeat("a", models.MaxPayload) + `"}`, 413, "larger than"},
 		{"GET", "/api/v1/records/order/404", "", 404, "Record order/404: not found"},
