@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,28 @@ func TestAReplayMakesNoRecordOfAMaskedCopy(t *testing.T) {
 		require.Contains(t, res.Note, "cannot make a record of it")
 		_, err = models.RecordByKey(db, "crm_contact", "c_77")
 		require.ErrorIs(t, err, models.ErrNotFound)
+	})
+}
+
+// An event that would make its record larger than a record may be is
+// stored as failed, in words, and answered 2xx: refused, it would come back
+// refused for days, and take the rest of its list with it.
+func TestAnEventTheRecordCannotHoldIsStoredFailed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := shop(t, db, map[string]config.Effect{
+			"payment.changed": {UpdateFields: config.Body{Expr: `{(.data.object.field): .data.object.value}`}},
+		})
+		e.payment("1")
+		before, err := models.RecordByKey(db, "order", "1")
+		require.NoError(t, err)
+		later := e.clock.Now().Add(time.Minute).Unix()
+		big := `{"id":"pay_1","field":"note","value":"` + strings.Repeat("a", models.MaxPayload) + `"}`
+		res, err := e.deliver("payments", shopEvent("evt_big", "payment.changed", big, later))
+		require.NoError(t, err)
+		require.Equal(t, models.EventFailed, res.Outcome, res.Note)
+		require.Contains(t, res.Note, "the record cannot take this change: the payload is")
+		after, err := models.RecordByKey(db, "order", "1")
+		require.NoError(t, err)
+		require.Equal(t, before.Payload, after.Payload)
 	})
 }

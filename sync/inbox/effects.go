@@ -353,6 +353,14 @@ func str(m map[string]any, k string) string {
 
 func setPayload(tx *gorm.DB, rec *models.Record, payload map[string]any, now time.Time) (string, error) {
 	body, hash, err := canonical(payload)
+	var invalid *models.InvalidError
+	if errors.As(err, &invalid) {
+		// The event would make the record one it cannot hold (over the
+		// payload limit): stored as failed and answered 2xx, for a person
+		// to see. An error here would answer 5xx, and the provider send it
+		// again, refused the same way each time, with the rest of its list.
+		return "", unprocessable("the record cannot take this change: %s", invalid.Reason)
+	}
 	if err != nil {
 		return "", err
 	}
