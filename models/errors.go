@@ -111,6 +111,15 @@ func unavailableReason(err error) string {
 	return ""
 }
 
+// Contended reports whether err is Postgres choosing this transaction to
+// give way to another that wrote the same rows at the same moment (a
+// deadlock, 40P01, or a serialization failure, 40001): nothing is wrong,
+// and the same request sent again goes through. Not an outage.
+func Contended(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
 // postgresReason reads a SQLSTATE (postgresql.org/docs/current/errcodes-appendix.html).
 func postgresReason(code string) string {
 	switch {

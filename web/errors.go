@@ -53,6 +53,12 @@ func problemFor(err error) views.Problem {
 		return views.Problem{Status: http.StatusBadRequest, Title: titleFor(http.StatusBadRequest), Message: inv.Reason}
 	case models.AsUnavailable(err, &down):
 		return views.Problem{Status: http.StatusServiceUnavailable, Title: titleFor(http.StatusServiceUnavailable), Message: down.Reason}
+	case models.Contended(err):
+		// Two requests wrote the same records at once (bulk batches that
+		// share records, in opposite orders): the database undid this one.
+		// It changed nothing, and goes through when sent again.
+		return views.Problem{Status: http.StatusServiceUnavailable, Title: titleFor(http.StatusServiceUnavailable),
+			Message: "Another request was writing the same records at the same moment, so this one changed nothing. Send it again."}
 	case errors.Is(err, models.ErrNotFound):
 		return views.Problem{Status: http.StatusNotFound, Title: "Not found", Message: sentence(err.Error())}
 	case errors.Is(err, models.ErrConflict):

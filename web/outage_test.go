@@ -93,6 +93,10 @@ func TestProblemForADatabaseOutageIs503WithTheReason(t *testing.T) {
 		{fmt.Errorf("load session: %w", &pgconn.PgError{Code: "57P01"}), http.StatusServiceUnavailable, "cannot be reached"},
 		{fmt.Errorf("finish: %w", &pgconn.PgError{Code: "53100"}), http.StatusServiceUnavailable, "cannot write (disk full?)"},
 		{&pgconn.PgError{Code: "25006"}, http.StatusServiceUnavailable, "read-only"},
+		// Two bulk batches that share records, in opposite orders: the one
+		// Postgres undid is sent again, as README says of a 503.
+		{fmt.Errorf("bulk upsert: %w", &pgconn.PgError{Code: "40P01"}), http.StatusServiceUnavailable, "changed nothing. Send it again."},
+		{&pgconn.PgError{Code: "40001"}, http.StatusServiceUnavailable, "Send it again."},
 		{fmt.Errorf("send: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}),
 			http.StatusInternalServerError, "unexpected error"}, // a provider's, not the database's
 	} {
