@@ -168,7 +168,10 @@ func LinkByID(db *gorm.DB, id int64) (*Link, error) {
 // keys it marked: those of live records. A record already deleted keeps its
 // first tombstone, and a key of no record is not in the answer either
 // (ExistingRecords tells the two apart). Rows go in key order, as
-// UpsertRecords takes them, so that the two cannot deadlock on Postgres.
+// UpsertRecords takes them. A batch that upserts some records and deletes
+// others takes its locks in two passes, so two such batches with records in
+// common, in opposite roles, can still deadlock on Postgres: the one undone
+// answers 503 to be sent again (models.Contended).
 func TombstoneRecords(tx *gorm.DB, keys []RecordKey, now time.Time) (map[RecordKey]bool, error) {
 	marked := make(map[RecordKey]bool, len(keys))
 	if len(keys) == 0 {
