@@ -366,10 +366,10 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 // pushed (or the record is gone). A failure goes back to new, with fresh
 // attempts, when the record has left the state that was sent (SentFor): it
 // was written or deleted during the send, and what it now wants has not
-// been tried (a fix of the data a 422 refused, say). A delete done forgets the object, which
-// the provider no longer holds, and with it the mark of an object deleted at
-// the provider: a write of the record afterwards creates a new object,
-// which nobody deleted. So does an outcome whose object is known gone
+// been tried (a fix of the data a 422 refused, say). A delete done forgets
+// the object, which the provider no longer holds, and with it the mark of
+// an object deleted at the provider: a write of the record afterwards
+// creates a new object, which nobody deleted. So does an outcome whose object is known gone
 // (ObjectGone), short of a success. A success drops that mark too: the
 // object it reached, or the one it made, is there (one made after a
 // remote deletion would otherwise keep the mark, and its webhooks be

@@ -124,14 +124,15 @@ func (s *sender) run(ctx context.Context) {
 // rather than the body frozen at its first attempt. The frozen body is what
 // a create that may have reached the provider carried, so that its retry,
 // or the object a lookup adopts, is that create's. While no attempt may
-// have (no lookup pending: each was refused, or answered a definite
-// failure), it binds nothing, and a record written since — its data fixed
-// after the provider refused it, say — is what the provider must get. It
-// goes under the next idempotency key: a provider that saved its refusal
-// under the old one would answer the new body with an error, not a create.
+// have — no lookup pending, and the provider answered the last one (a
+// refusal; not a connector that crashed, which may have sent it) — it binds
+// nothing, and a record written since, its data fixed after the provider
+// refused it, say, is what the provider must get. It goes under the next
+// idempotency key: a provider that saved its refusal under the old one
+// would answer the new body with an error, not a create.
 func (s *sender) frozenBodyOutdated() bool {
 	l := s.j.link
-	return !l.NeedsLookup && l.CreatePayload != "" && s.j.payload != "" && l.CreatePayload != s.j.payload
+	return !l.NeedsLookup && l.LastHTTPCode != 0 && l.CreatePayload != "" && s.j.payload != "" && l.CreatePayload != s.j.payload
 }
 
 // lookUp asks the provider for the object of the link's key, and returns
