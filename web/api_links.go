@@ -51,8 +51,10 @@ func (s *Server) apiListLinks(c echo.Context) error {
 		return errBadRequest("status must be one of " + strings.Join(statusNames(), ", "))
 	}
 	if cur := c.QueryParam("cursor"); cur != "" {
+		// As the OpenAPI document's pattern says (^[1-9][0-9]*$): ParseInt
+		// alone takes +5 and 007 too.
 		id, err := strconv.ParseInt(cur, 10, 64)
-		if err != nil || id <= 0 {
+		if err != nil || id <= 0 || strconv.FormatInt(id, 10) != cur {
 			return errBadRequest("cursor must be the next_cursor of a previous page")
 		}
 		f.BeforeID = id

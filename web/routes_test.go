@@ -177,6 +177,12 @@ func TestErrorsArePagesForPeopleAndJSONForTheAPI(t *testing.T) {
 	require.JSONEq(t, `{"error":"status must be one of new, processing, retry, failed, success, deleted"}`, r.body)
 	r = c.do(http.MethodGet, "/api/v1/links?status=deleted", nil, auth)
 	require.Equal(t, http.StatusOK, r.status, r.body)
+	for _, cursor := range []string{"+5", "007", "0", "-3", "5x"} { // the document's pattern: ^[1-9][0-9]*$
+		r = c.do(http.MethodGet, "/api/v1/links?cursor="+url.QueryEscape(cursor), nil, auth)
+		require.Equal(t, http.StatusBadRequest, r.status, cursor)
+		require.JSONEq(t, `{"error":"cursor must be the next_cursor of a previous page"}`, r.body)
+	}
+	require.Equal(t, http.StatusOK, c.do(http.MethodGet, "/api/v1/links?cursor=5", nil, auth).status)
 	r = c.do(http.MethodGet, "/api/v1/nope", nil, auth)
 	require.Equal(t, http.StatusNotFound, r.status)
 	require.Contains(t, r.header.Get("Content-Type"), "application/json")
