@@ -35,7 +35,8 @@ func toLinkJSON(l models.Link) linkJSON {
 
 const apiPageSize = 100
 
-// statusNames are the link statuses as the API spells them.
+// statusNames are the link statuses as the API and the pages spell them,
+// in models.Statuses' order.
 func statusNames() []string {
 	names := make([]string, len(models.Statuses))
 	for i, st := range models.Statuses {

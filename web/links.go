@@ -50,9 +50,7 @@ func (s *Server) listLinks(c echo.Context) error {
 	links, more := pageOf(links, linksPageSize)
 	v := views.Links{Filter: f, Services: s.cfg.ServiceNames(), Types: types, Filtered: f != views.LinkFilter{},
 		NewestURL: newestURL(c, "/links", "before")}
-	for _, st := range models.Statuses {
-		v.Statuses = append(v.Statuses, string(st))
-	}
+	v.Statuses = statusNames()
 	if v.Rows, err = s.linkRows(c, links); err != nil {
 		return err
 	}
@@ -161,8 +159,7 @@ func (s *Server) showLink(c echo.Context) error {
 	}
 	v.Attempts = attemptRows(attempts, causes)
 	svc := s.cfg.Services[l.ExternalService]
-	o := svc.Objects[l.LocalType]
-	v.CanLookup = o.Lookup != "" && o.LookupConsistency != "eventual"
+	v.CanLookup = svc.Objects[l.LocalType].StrongLookup()
 	g := svc.Guarantee(l.LocalType)
 	v.Guard, v.Guarded = g.Words, g.Safe
 	v.Unknown = l.ExternalID == "" && l.Status != models.StatusSuccess &&

@@ -14,10 +14,7 @@ import (
 // it stays fast at millions of rows.
 func (s *Server) showOverview(c echo.Context) error {
 	now := s.clock.Now()
-	v := views.Overview{}
-	for _, st := range models.Statuses {
-		v.Statuses = append(v.Statuses, string(st))
-	}
+	v := views.Overview{Statuses: statusNames()}
 	counts, err := models.LinkCounts(s.requestDB(c))
 	if err != nil {
 		return err

@@ -18,13 +18,14 @@ func checkHeaders(bad func(setting, format string, a ...any), headers map[string
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
 		setting := "headers." + name
 		v, missing := ExpandEnv(headers[name])
+		empty := emptyVars(headers[name])
 		switch {
 		case !httpguts.ValidHeaderFieldName(name):
 			bad(setting, "%q is not an HTTP header name", name)
 		case len(missing) > 0:
 			bad(setting, "environment variable %s is not set", strings.Join(missing, ", "))
-		case len(emptyVars(headers[name])) > 0:
-			bad(setting, "environment variable %s is empty", strings.Join(emptyVars(headers[name]), ", "))
+		case len(empty) > 0:
+			bad(setting, "environment variable %s is empty", strings.Join(empty, ", "))
 		case !httpguts.ValidHeaderFieldValue(v):
 			bad(setting, "the value holds characters a header cannot carry (a line break at the end of a variable read from a file?)")
 		}

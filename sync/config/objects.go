@@ -170,7 +170,7 @@ func (s Service) Guarantee(localType string) Guarantee {
 
 func (s Service) guarantee(o Object) Guarantee {
 	who := cmp.Or(s.Provider, "the provider")
-	strong := o.Lookup != "" && o.LookupConsistency != "eventual"
+	strong := o.StrongLookup()
 	lookup := "a lookup by key"
 	if !strong {
 		lookup = "a search by key"
@@ -203,6 +203,10 @@ func (s Service) guarantee(o Object) Guarantee {
 	}
 	return Guarantee{"none: a lost answer may become a second object", false}
 }
+
+// StrongLookup reports whether the object has a lookup that sees an object
+// as soon as it is made, not a search that can lag.
+func (o Object) StrongLookup() bool { return o.Lookup != "" && o.LookupConsistency != "eventual" }
 
 // windowWords says a replay window the way a person would: 24 h, 90 min.
 func windowWords(d time.Duration) string {
