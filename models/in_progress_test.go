@@ -3,6 +3,7 @@ package models_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -279,5 +280,54 @@ func TestASyncNowIsAnsweredByASendClaimedAfterIt(t *testing.T) {
 		_, err = models.FinishLinks(db, succeeded(claimed, late), late)
 		require.NoError(t, err)
 		require.Zero(t, inProgressRows(t, db))
+	})
+}
+
+// A lease its worker renewed is its worker's again: a rescuer that listed
+// it as expired just before does not hand it back. A worker renews nothing
+// it lost: a link rescued or finished, or a lease that ran out, which a
+// rescuer may be handing back.
+func TestARenewedLeaseIsNotRescued(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+		links := queueOrders(t, db, 3, now)
+		claimed, err := models.ClaimDue(db, "w/1", now, time.Minute, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, claimed, 3)
+
+		// The rescuer's clock runs 20 s ahead of the worker's.
+		rescuerNow, workerNow := now.Add(70*time.Second), now.Add(50*time.Second)
+		expired, err := models.ExpiredLeases(db, rescuerNow, 10)
+		require.NoError(t, err)
+		require.Len(t, expired, 3)
+		ids := []int64{links[0].ID, links[1].ID, links[2].ID}
+		renewed, err := models.RenewLeases(db, "w/1", ids[:2], workerNow, workerNow.Add(time.Minute))
+		require.NoError(t, err)
+		require.ElementsMatch(t, ids[:2], renewed)
+
+		for _, x := range expired {
+			released, err := models.ReleaseExpired(db, x, models.Attempt{LinkID: x.ID, Operation: "lease.expired",
+				Outcome: models.OutcomeAmbiguous, Error: "worker stopped", CreatedAt: rescuerNow}, rescuerNow)
+			require.NoError(t, err)
+			require.Equal(t, x.ID == ids[2], released, "link %d", x.ID)
+		}
+		var l models.Link
+		require.NoError(t, db.First(&l, ids[0]).Error)
+		require.Equal(t, models.StatusProcessing, l.Status)
+		require.Equal(t, "w/1", l.LeaseOwner)
+		require.WithinDuration(t, workerNow.Add(time.Minute), *l.LockedUntil, time.Millisecond)
+		i := slices.IndexFunc(claimed, func(c models.ClaimedLink) bool { return c.ID == l.ID })
+		require.True(t, l.UpdatedAt.Equal(claimed[i].UpdatedAt), "the claim's updated_at stays: it tells which requests the send answers")
+
+		renewed, err = models.RenewLeases(db, "w/2", ids[:2], workerNow, workerNow.Add(2*time.Minute))
+		require.NoError(t, err)
+		require.Empty(t, renewed, "another worker's lease is not renewed")
+		renewed, err = models.RenewLeases(db, "w/1", ids, workerNow, workerNow.Add(2*time.Minute))
+		require.NoError(t, err)
+		require.ElementsMatch(t, ids[:2], renewed, "the rescued link is not w/1's any more")
+		later := workerNow.Add(3 * time.Minute)
+		renewed, err = models.RenewLeases(db, "w/1", ids[:2], later, later.Add(time.Minute))
+		require.NoError(t, err)
+		require.Empty(t, renewed, "a lease that ran out is not renewed")
 	})
 }

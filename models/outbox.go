@@ -564,8 +564,9 @@ func ExpiredLeases(db *gorm.DB, now time.Time, limit int) ([]ExpiredLease, error
 // ReleaseExpired returns one expired link to retry, its lost attempt logged
 // as ambiguous, so that the next attempt looks the object up before creating
 // it; a lost delete of an object may have removed it (DeleteUnknown). It is
-// a compare-and-set on status and lease owner: a link its worker
-// finished after ExpiredLeases read it is left alone (false).
+// a compare-and-set on status, lease owner and lease: a link its worker
+// finished, or whose lease it renewed (RenewLeases), after ExpiredLeases
+// read it is left alone (false).
 func ReleaseExpired(db *gorm.DB, e ExpiredLease, attempt Attempt, now time.Time) (bool, error) {
 	released := false
 	err := db.Transaction(func(tx *gorm.DB) error {
@@ -575,8 +576,8 @@ func ReleaseExpired(db *gorm.DB, e ExpiredLease, attempt Attempt, now time.Time)
 		if e.LeaseDeletes {
 			release["delete_unknown"] = gorm.Expr("delete_unknown OR external_id <> ''")
 		}
-		res := tx.Model(&Link{}).Where("id = ? AND status = ? AND lease_owner = ?", e.ID, StatusProcessing, e.LeaseOwner).
-			Updates(release)
+		res := tx.Model(&Link{}).Where("id = ? AND status = ? AND lease_owner = ? AND locked_until < ?", e.ID, StatusProcessing,
+			e.LeaseOwner, now).Updates(release)
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
@@ -585,6 +586,26 @@ func ReleaseExpired(db *gorm.DB, e ExpiredLease, attempt Attempt, now time.Time)
 		return tx.Create(&attempt).Error
 	})
 	return released, err
+}
+
+// RenewLeases moves to until the lease of those links among ids that owner
+// holds under a lease that has not run out at now, and returns their ids.
+// A link finished since, or taken over by a rescuer, is not among them, nor
+// one whose lease ran out, which a rescuer may be handing back: its sender
+// must not call for it. The lease alone moves: updated_at stays the
+// claim's, which tells the Sync now requests a send answers.
+func RenewLeases(db *gorm.DB, owner string, ids []int64, now, until time.Time) ([]int64, error) {
+	renewed := make([]int64, 0, len(ids))
+	for chunk := range slices.Chunk(ids, linkChunk) {
+		var got []int64
+		err := db.Raw(`UPDATE external_map SET locked_until = ? WHERE id IN ? AND status = ? AND lease_owner = ? AND locked_until > ?
+			RETURNING id`, until, chunk, StatusProcessing, owner, now).Scan(&got).Error
+		if err != nil {
+			return renewed, fmt.Errorf("renew the lease of %d links: %w", len(chunk), err)
+		}
+		renewed = append(renewed, got...)
+	}
+	return renewed, nil
 }
 
 // PruneAttempts deletes up to batch attempts older than before and returns

@@ -36,9 +36,9 @@ type Call struct {
 	Error          string   // a short reason in words, redacted
 	Request        string   // redacted excerpt
 	Response       string   // redacted excerpt
-	// Unsent: the request never left, its wait for the service's pace cut
-	// short by our own stop. It says nothing of the provider, and is no
-	// attempt.
+	// Unsent: the request never left: its wait for the service's pace was
+	// cut short by our own stop, or its ready check (WithReady) failed. It
+	// says nothing of the provider, and is no attempt.
 	Unsent bool
 }
 
@@ -149,18 +149,41 @@ type request struct {
 // then one logged attempt would hide two sends. Without GetBody it cannot,
 // so every send is one attempt in the log.
 func (c *HTTP) do(ctx context.Context, rq request) (Call, answer) {
-	if c.gate == nil {
-		return c.send(ctx, rq)
+	done := func(*http.Response) {}
+	if c.gate != nil {
+		// The wait for the provider's rate is ours, not the provider's: it
+		// does not count against the call's timeout.
+		var err error
+		if done, err = c.gate.Wait(ctx); err != nil {
+			return Call{Operation: rq.op, Class: Temporary, Unsent: true, Error: "stopped while waiting for the service's rate limit"}, answer{}
+		}
 	}
-	// The wait for the provider's rate is ours, not the provider's: it
-	// does not count against the call's timeout.
-	done, err := c.gate.Wait(ctx)
-	if err != nil {
-		return Call{Operation: rq.op, Class: Temporary, Unsent: true, Error: "stopped while waiting for the service's rate limit"}, answer{}
+	if err := ready(ctx); err != nil {
+		done(nil)
+		return Call{Operation: rq.op, Class: Temporary, Unsent: true, Error: err.Error()}, answer{}
 	}
 	call, a := c.send(ctx, rq)
 	done(a.res)
 	return call, a
+}
+
+type readyKey struct{}
+
+// WithReady returns ctx carrying ready, which a call made with it runs
+// after its wait for the service's pace, right before it is sent. A call
+// whose ready fails is not sent (Call.Unsent, its error the call's). The
+// engine checks there that the link is still its own to send: a wait can
+// last longer than the lease it claimed the link with.
+func WithReady(ctx context.Context, ready func(context.Context) error) context.Context {
+	return context.WithValue(ctx, readyKey{}, ready)
+}
+
+// ready runs the ready check ctx carries, if any.
+func ready(ctx context.Context) error {
+	if f, ok := ctx.Value(readyKey{}).(func(context.Context) error); ok {
+		return f(ctx)
+	}
+	return nil
 }
 
 // answer is what came back of a call: the response's head (its body

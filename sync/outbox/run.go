@@ -9,6 +9,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/clock"
+	"github.com/syncdesk/syncdesk/sync/connector"
 )
 
 // flushSize bounds the outcomes written per transaction. Writing many links'
@@ -65,18 +66,21 @@ func (e *Engine) pipeline(ctx context.Context, grace time.Duration, untilIdle bo
 	}()
 
 	p := &pipe{e: e, jobs: make(chan job, queuedBatches*e.opts.BatchSize), results: make(chan models.LinkOutcome, e.opts.Concurrency),
-		freed: make(chan struct{}, 1)}
+		freed: make(chan struct{}, 1), held: map[*heldLease]struct{}{}}
 	var senders sync.WaitGroup
 	for range e.opts.Concurrency {
 		senders.Add(1)
 		go func() { defer senders.Done(); p.sendLoop(ctx, sendCtx) }()
 	}
+	sendersDone := make(chan struct{})
+	go p.keepLeases(sendersDone)
 	writeErr := make(chan error, 1)
 	go func() { writeErr <- p.writeLoop() }()
 
 	claimErr := p.claimLoop(ctx, untilIdle)
 	close(p.jobs)
 	senders.Wait()
+	close(sendersDone)
 	close(p.results)
 	return errors.Join(claimErr, <-writeErr)
 }
@@ -92,8 +96,9 @@ type pipe struct {
 	dbTurn sync.Mutex
 
 	mu        sync.Mutex
-	unsent    int // claimed, not yet handed to the writer
-	unwritten int // claimed, outcome not yet written
+	unsent    int                     // claimed, not yet handed to the writer
+	unwritten int                     // claimed, outcome not yet written
+	held      map[*heldLease]struct{} // the leases of the jobs in the senders (lease.go)
 }
 
 // claimed counts n links claimed.
@@ -248,7 +253,10 @@ func (p *pipe) sendLoop(stop, sendCtx context.Context) {
 				"service", j.link.ExternalService, "link", j.link.ID)
 			p.results <- handBack(j, now)
 		default:
-			p.results <- p.e.send(sendCtx, j)
+			h := p.hold(j)
+			ready := func(ctx context.Context) error { return p.ready(ctx, h) }
+			p.results <- p.e.send(connector.WithReady(sendCtx, ready), j)
+			p.unhold(h)
 		}
 		p.sent()
 	}
@@ -269,8 +277,13 @@ func (e *Engine) leaseCovers(j job, now time.Time) bool {
 	if j.link.LockedUntil == nil {
 		return false
 	}
-	longest := 2 * e.services[j.link.ExternalService].Config.Timeout
-	return j.link.LockedUntil.Sub(now) >= longest+leaseSpare
+	return j.link.LockedUntil.Sub(now) >= e.longestSend(j.link.ExternalService)+leaseSpare
+}
+
+// longestSend is the longest a send to service may take: a lookup and a
+// create, each up to the service's timeout.
+func (e *Engine) longestSend(service string) time.Duration {
+	return 2 * e.services[service].Config.Timeout
 }
 
 // handBack returns a claimed link that was never sent to the queue as it was.
