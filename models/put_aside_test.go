@@ -122,10 +122,10 @@ func TestInProgressRowsLeavePausedServicesOut(t *testing.T) {
 		}
 		_, _, err := models.Pause(db, models.ServicePause{Service: "pay", PausedBy: "ana", PausedAt: now})
 		require.NoError(t, err)
-		rows, n, held, err := models.InProgressRows(db, now, 8)
+		rows, n, err := models.InProgressRows(db, now, 8)
 		require.NoError(t, err)
-		require.EqualValues(t, 1, n)
-		require.EqualValues(t, 2, held)
+		require.EqualValues(t, 1, n.Live)
+		require.EqualValues(t, 2, n.Held)
 		require.Len(t, rows, 1)
 		require.Equal(t, "crm", rows[0].ExternalService)
 	})

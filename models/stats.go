@@ -146,20 +146,32 @@ func NewestFailures(db *gorm.DB, limit int) ([]Link, error) {
 	return out, failedLinks(db, "external_map_failed_at_idx").Order("failed_at DESC").Limit(limit).Find(&out).Error
 }
 
+// InProgressCounts counts the syncs under way.
+type InProgressCounts struct {
+	Live int64 // of services that are not paused: those InProgressRows lists
+	// Waiting counts the Sync now requests among Live whose link is not
+	// being sent yet: it waits its turn in the queue.
+	Waiting int64
+	Held    int64 // of paused services: they wait for the resume
+}
+
 // InProgressRows returns the syncs under way (see liveSyncs) of services
 // that are not paused, oldest first, and how many there are: a Sync now of
-// a paused service's link waits for the resume, and is not in progress. Held
-// counts those of paused services apart.
-func InProgressRows(db *gorm.DB, now time.Time, limit int) (rows []InProgress, n, held int64, err error) {
+// a paused service's link waits for the resume, and is not in progress.
+// A row whose Holder is RequestHolder is a request whose link waits its turn.
+func InProgressRows(db *gorm.DB, now time.Time, limit int) (rows []InProgress, n InProgressCounts, err error) {
 	paused := db.Model(&ServicePause{}).Select("service")
 	live := func() *gorm.DB { return db.Table("(?) AS s", liveSyncs(db, now)) }
-	if err := live().Where("external_service NOT IN (?)", paused).Count(&n).Error; err != nil {
-		return nil, 0, 0, err
+	if err := live().Where("external_service NOT IN (?)", paused).Count(&n.Live).Error; err != nil {
+		return nil, n, err
 	}
-	if err := live().Where("external_service IN (?)", paused).Count(&held).Error; err != nil {
-		return nil, 0, 0, err
+	if err := live().Where("external_service NOT IN (?) AND holder = ?", paused, RequestHolder).Count(&n.Waiting).Error; err != nil {
+		return nil, n, err
 	}
-	return rows, n, held, live().Where("external_service NOT IN (?)", paused).Order("started_at").Limit(limit).Find(&rows).Error
+	if err := live().Where("external_service IN (?)", paused).Count(&n.Held).Error; err != nil {
+		return nil, n, err
+	}
+	return rows, n, live().Where("external_service NOT IN (?)", paused).Order("started_at").Limit(limit).Find(&rows).Error
 }
 
 // liveSyncs selects every sync under way at now as in_progress rows: the

@@ -38,8 +38,38 @@ func TestOverviewSaysWhenALinkFailedAndWhoStartedASync(t *testing.T) {
 	// Each sync names its record, a link to its page, and the count above
 	// the list is not left unexplained when the list shows fewer.
 	require.Contains(t, b.String(), `<a href="/records/order/9">order 9</a>`)
-	require.Contains(t, got, "23 more not shown here. All links being sent →")
+	require.Contains(t, got, "23 more being sent, not shown here. All links being sent →")
+	require.NotContains(t, got, "Sync now")
 	require.Contains(t, b.String(), `href="/links?status=processing"`)
+}
+
+// Sync now requests whose link waits its turn say so, in the list and in
+// the count of those left out, which the list of links being sent does
+// not show.
+func TestOverviewTellsSyncNowRequestsWaitingTheirTurnApart(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	p := Page{Title: "Overview", Now: now, Viewer: Viewer{Email: "ana@example.com"}}
+	v := Overview{
+		InProgress: []InProgressRow{
+			{Service: "crm", LocalType: "order", LocalID: "9", By: "ana@example.com", Since: now.Add(-3 * time.Minute), Waiting: true},
+			{Service: "crm", LocalType: "order", LocalID: "10", By: "scheduler", Since: now.Add(-time.Minute)},
+		},
+		InProgressTotal:   7,
+		InProgressWaiting: 4,
+	}
+	var b strings.Builder
+	require.NoError(t, OverviewPage(p, v).Render(context.Background(), &b))
+	got := text(b.String())
+	require.Contains(t, got, "order 9 → crm asked 3 min ago by ana@example.com, waiting its turn")
+	require.Contains(t, got, "order 10 → crm since 1 min ago, by scheduler")
+	require.Contains(t, got, "2 more being sent, not shown here. All links being sent → 3 more asked for with Sync now, waiting their turn in the queue.")
+
+	v.InProgressTotal = 5 // every one left out is a request
+	b.Reset()
+	require.NoError(t, OverviewPage(p, v).Render(context.Background(), &b))
+	got = text(b.String())
+	require.Contains(t, got, "3 more asked for with Sync now, waiting their turn in the queue.")
+	require.NotContains(t, got, "being sent, not shown")
 }
 
 // A list that shows every sync in progress says nothing more.

@@ -32,11 +32,11 @@ func (s *Server) showOverview(c echo.Context) error {
 	for _, l := range failures {
 		v.Failures = append(v.Failures, linkRow(l))
 	}
-	rows, total, held, err := models.InProgressRows(s.requestDB(c), now, 8)
+	rows, n, err := models.InProgressRows(s.requestDB(c), now, 8)
 	if err != nil {
 		return err
 	}
-	v.InProgressTotal, v.InProgressHeld = total, held
+	v.InProgressTotal, v.InProgressWaiting, v.InProgressHeld = n.Live, n.Waiting, n.Held
 	aside, err := models.FailedGroups(s.requestDB(c), true, 0)
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ func (s *Server) showOverview(c echo.Context) error {
 	}
 	for _, r := range rows {
 		v.InProgress = append(v.InProgress, views.InProgressRow{Service: r.ExternalService, LocalType: r.LocalType,
-			LocalID: r.LocalID, By: r.StartedBy, Since: r.StartedAt})
+			LocalID: r.LocalID, By: r.StartedBy, Since: r.StartedAt, Waiting: r.Holder == models.RequestHolder})
 	}
 	if v.Reconciliation, err = s.reconcileSummary(c); err != nil {
 		return err

@@ -54,7 +54,9 @@ func TestPausedServiceLinksSayPausedAndAreNotInProgress(t *testing.T) {
 		r = op.post("/services", "/services/crm/resume", nil)
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		require.Contains(t, op.get("/links/"+id).body, `data-state="new"`)
-		require.Regexp(t, `data-testid="in-progress-total"[^>]*>1<`, op.get("/").body)
+		over = op.get("/").body
+		require.Regexp(t, `data-testid="in-progress-total"[^>]*>1<`, over)
+		require.Contains(t, over, "by olga@example.com, waiting its turn", "asked for, not being sent yet")
 	})
 }
 
