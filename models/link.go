@@ -2,6 +2,7 @@ package models
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -41,6 +42,20 @@ type Record struct {
 	// DeletedAt is the record's tombstone: when it was deleted, nil while
 	// it lives. Its links' desired state is then "deleted".
 	DeletedAt *time.Time
+}
+
+// CreateKey is the idempotency key of the first create of a record's
+// object, the same on every service: "order-12345-create". A type with a
+// dash writes "order-line/7/create" instead, since "order-line-7-create"
+// would be order line-7's key too, and a provider that replays keys (or
+// holds them account-wide, as Stripe does) would answer one record's create
+// with the other's object. No type or id holds a slash, so that form is no
+// other record's, and keys already given keep their form.
+func CreateKey(localType, localID string) string {
+	if strings.Contains(localType, "-") {
+		return localType + "/" + localID + "/create"
+	}
+	return localType + "-" + localID + "-create"
 }
 
 // Link is the external_map row of one record in one external service.

@@ -55,7 +55,7 @@ func Recreate(db *gorm.DB, id int64, now time.Time) (*Link, error) {
 	if l.RemoteDeletedAt == nil {
 		return nil, Invalid("only a link whose remote object was deleted can be re-created")
 	}
-	key := fmt.Sprintf("%s-%s-create-%d", l.LocalType, l.LocalID, now.Unix())
+	key := fmt.Sprintf("%s-%d", CreateKey(l.LocalType, l.LocalID), now.Unix())
 	res := db.Model(&Link{}).Where("id = ? AND remote_deleted_at IS NOT NULL AND status <> ?", id, StatusProcessing).
 		Updates(map[string]any{"external_id": "", "remote_deleted_at": nil, "idempotency_key": key, "needs_lookup": false,
 			"delete_unknown": false, "create_payload": "", "status": StatusNew, "attempts": 0, "next_attempt_at": now, "last_error": "",

@@ -86,7 +86,7 @@ func unchanged(tx *gorm.DB, run FixRun, f Finding, status Status) *gorm.DB {
 // adopted, never doubled. A link the provider said was deleted is never
 // here: re-creating that one is an operator's decision.
 func recreateLink(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error) {
-	key := fmt.Sprintf("%s-%s-create-%d-r%d", f.LocalType, f.LocalID, now.Unix(), run.ID)
+	key := fmt.Sprintf("%s-%d-r%d", CreateKey(f.LocalType, f.LocalID), now.Unix(), run.ID)
 	res := unchanged(tx, run, f, StatusSuccess).Where("remote_deleted_at IS NULL").Updates(map[string]any{
 		"external_id": "", "idempotency_key": key, "needs_lookup": true, "delete_unknown": false, "create_payload": "", "pushed_hash": "",
 		"status": StatusNew, "attempts": 0, "next_attempt_at": now, "last_error": "", "error_group": "", "updated_at": now})
@@ -138,7 +138,7 @@ func insertLink(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error)
 	}
 	l := Link{LocalType: f.LocalType, LocalID: f.LocalID, ExternalService: run.Service, ExternalKey: f.ExternalKey,
 		ExternalID: f.ExternalIDs, Status: status, NextAttemptAt: now, PushedHash: f.RecordHash,
-		IdempotencyKey: f.LocalType + "-" + f.LocalID + "-create", CreatedAt: now, UpdatedAt: now}
+		IdempotencyKey: CreateKey(f.LocalType, f.LocalID), CreatedAt: now, UpdatedAt: now}
 	if f.Kind == discrepancy.NeverSynced {
 		l.ExternalID, l.PushedHash, l.Status = "", "", StatusNew
 	}

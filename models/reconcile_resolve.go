@@ -182,7 +182,7 @@ func pointLinkAt(tx *gorm.DB, run ReconciliationRun, r Resolution) (pointed, err
 	err = tx.Where("local_type = ? AND local_id = ? AND external_service = ?", r.LocalType, r.LocalID, run.Service).Take(&l).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		l = Link{LocalType: r.LocalType, LocalID: r.LocalID, ExternalService: run.Service, ExternalKey: r.ExternalKey,
-			ExternalID: r.ExternalID, Status: StatusNew, NextAttemptAt: r.Now, IdempotencyKey: r.LocalType + "-" + r.LocalID + "-create",
+			ExternalID: r.ExternalID, Status: StatusNew, NextAttemptAt: r.Now, IdempotencyKey: CreateKey(r.LocalType, r.LocalID),
 			CreatedAt: r.Now, UpdatedAt: r.Now}
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&l)
 		if res.Error != nil {

@@ -239,7 +239,7 @@ func (e *Engine) linkSpecs(localType, localID, trace string) []models.LinkSpec {
 		obj := e.services[name].Config.Objects[localType]
 		key := strings.NewReplacer("{local_id}", localID, "{local_type}", localType).Replace(obj.ExternalKey)
 		specs = append(specs, models.LinkSpec{RecordKey: models.RecordKey{LocalType: localType, LocalID: localID}, Service: name, ExternalKey: key,
-			IdempotencyKey: localType + "-" + localID + "-create", TraceParent: trace})
+			IdempotencyKey: models.CreateKey(localType, localID), TraceParent: trace})
 	}
 	return specs
 }

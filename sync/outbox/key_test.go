@@ -1,14 +1,19 @@
 package outbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/connector"
 )
 
 // A record's type and id are refused, in words that name the field and the
@@ -47,4 +52,41 @@ func TestCheckKeyRefusesInvisibleFormattingCharacters(t *testing.T) {
 	for _, id := range []string{"12345", "A:1", "B#2?3%4;5", "طلب-17", "הזמנה-3", "Ωμέγα", "注文１"} {
 		require.NoError(t, CheckKey("order", id), id)
 	}
+}
+
+// Order line-7 and order-line 7 are two records, and get two objects from
+// a provider that replays idempotency keys: their creates' keys differ,
+// though both read "order-line-7" with dashes between type and id.
+func TestTwoRecordsWhoseTypeAndIDReadAlikeGetTwoObjects(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		pay := e.svcs[1].Config.Objects["payment"]
+		e.svcs[1].Config.Objects = map[string]config.Object{"order": pay, "order-line": pay}
+		e.svcs[1].Conn = connector.NewHTTP("payments", e.svcs[1].Config, e.redactr, nil)
+		e.svcs = e.svcs[1:]
+		eng := e.engine(db, Options{Concurrency: 2})
+		for _, r := range [][2]string{{"order", "line-7"}, {"order-line", "7"}} {
+			_, err := eng.Upsert(context.Background(), r[0], r[1], []byte(fmt.Sprintf(`{"amount":%d,"currency":"EUR"}`, len(r[0]))))
+			require.NoError(t, err)
+		}
+		e.settle(eng)
+
+		a, b := e.link("order", "line-7", "payments"), e.link("order-line", "7", "payments")
+		for _, l := range []models.Link{a, b} {
+			require.Equal(t, models.StatusSuccess, l.Status, "%s %s: %s", l.LocalType, l.LocalID, l.LastError)
+		}
+		require.NotEqual(t, a.ExternalID, b.ExternalID, "one object answered both creates")
+		require.Len(t, e.pay.Objects(), 2)
+		require.NotEqual(t, a.IdempotencyKey, b.IdempotencyKey)
+	})
+}
+
+// A type without a dash keeps the key it always had, so that links made
+// before keep theirs; the key of a type with one holds slashes, which no
+// type or id holds.
+func TestCreateKey(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "order-12345-create", models.CreateKey("order", "12345"))
+	require.Equal(t, "order-line-7-create", models.CreateKey("order", "line-7"))
+	require.Equal(t, "order-line/7/create", models.CreateKey("order-line", "7"))
 }

@@ -64,7 +64,7 @@ func (g *gen) link(b *batch, r rec, service string) {
 	k := g.attemptCount(st)
 	pl := g.plan(st, k)
 	l := &linkState{id: int64(g.links), r: r, service: service, p: profileOf(service),
-		key: "site_" + r.typ + "_" + r.localID, idemKey: r.typ + "-" + r.localID + "-create",
+		key: "site_" + r.typ + "_" + r.localID, idemKey: models.CreateKey(r.typ, r.localID),
 		known: r.created.Before(g.o.Now.Add(-attemptSpan)), lastAt: r.created}
 	if pl.needsLookup {
 		// A create whose answer was lost: the provider may or may not have
