@@ -173,7 +173,9 @@ type readyKey struct{}
 // after its wait for the service's pace, right before it is sent. A call
 // whose ready fails is not sent (Call.Unsent, its error the call's). The
 // engine checks there that the link is still its own to send: a wait can
-// last longer than the lease it claimed the link with.
+// last longer than the lease it claimed the link with. Like
+// net/http/httptrace's hooks, it is one call's, not a dependency of the
+// connector's, and so travels with the call's context.
 func WithReady(ctx context.Context, ready func(context.Context) error) context.Context {
 	return context.WithValue(ctx, readyKey{}, ready)
 }

@@ -19,31 +19,44 @@ import (
 // creates, or an old update written over a newer one. So:
 //
 //   - keepLeases renews the leases of the links in the senders before they
-//     run short, and no rescuer takes a waiting link over;
+//     run short, for up to keepFor, and no rescuer takes a waiting link over;
 //   - ready, which the connector runs after the wait and before each call,
 //     lets the call go only while the lease outlasts it, renewing it first
-//     when it is short, and never once another worker holds the link.
+//     when it is short, and never once the lease was lost.
 //
 // A send that ends in time, as nearly every send does, costs neither a
 // round trip.
+
+// keepFor bounds how long a link in a sender has its lease kept: the rate
+// limiter's longest block (ratelimit.Options.MaxBlock's default), past
+// which a send that has not ended is taken for hung, and its link left to
+// the rescuer once its lease runs out.
+const keepFor = 15 * time.Minute
+
+// leaseCheck is how often keepLeases looks at the leases in the senders:
+// a look that finds none short costs no round trip, and a lease is at
+// least 10 s (Options.Lease).
+const leaseCheck = time.Second
 
 // heldLease is the lease on a link that is in a sender.
 type heldLease struct {
 	id      int64
 	owner   string
 	service string
+	since   time.Time // when the sender took the job
 	// until and lost are the pipe's (p.mu): the lease's end as last
-	// written, and whether a renewal found the link no longer ours.
+	// written, and whether a renewal found the lease no longer ours.
 	until time.Time
 	lost  bool
 }
 
-// errLeaseLost is why a call is not sent for a link another worker holds.
-var errLeaseLost = errors.New("not sent: this worker waited so long for the service's rate limit that its hold on the link ran out, and another worker has the link now")
+// errLeaseLost is why a call is not sent once its link's lease was lost.
+var errLeaseLost = errors.New("not sent: this worker's hold on the link ran out before the call could go; " +
+	"whichever worker holds the link now sends it")
 
 // hold registers a job's lease for keeping while a sender has the job.
-func (p *pipe) hold(j job) *heldLease {
-	h := &heldLease{id: j.link.ID, owner: j.link.LeaseOwner, service: j.link.ExternalService}
+func (p *pipe) hold(j job, now time.Time) *heldLease {
+	h := &heldLease{id: j.link.ID, owner: j.link.LeaseOwner, service: j.link.ExternalService, since: now}
 	if j.link.LockedUntil != nil {
 		h.until = *j.link.LockedUntil
 	}
@@ -77,78 +90,89 @@ func (p *pipe) ready(ctx context.Context, h *heldLease) error {
 		p.mu.Unlock()
 	}
 	if lost {
+		p.e.log.Warn("lease ran out while a call waited; not sent", "service", h.service, "link", h.id, "lease", h.owner)
 		return errLeaseLost
 	}
 	return nil
 }
 
-// leaseCheck is how often keepLeases looks at the leases in the senders:
-// a look that finds none short costs no round trip, and a lease is at
-// least 10 s (Options.Lease).
-const leaseCheck = time.Second
-
-// keepLeases renews, until done closes, the leases of the links in the
-// senders that have less than half a lease left: while renewals succeed,
-// none runs out however long its call waits.
-func (p *pipe) keepLeases(done <-chan struct{}) {
+// keepLeases renews, until ctx ends, the leases of the links in the
+// senders that have less than half a lease left and have been in their
+// sender for less than keepFor: while renewals succeed, none runs out
+// however long its call waits.
+func (p *pipe) keepLeases(ctx context.Context) {
 	lease := p.e.opts.Lease
 	tick := time.NewTicker(leaseCheck)
 	defer tick.Stop()
 	for {
 		select {
-		case <-done:
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
 		now := p.e.clock.Now()
-		var short []*heldLease
-		p.mu.Lock()
-		for h := range p.held {
-			if !h.lost && h.until.Sub(now) < lease/2 {
-				short = append(short, h)
-			}
-		}
-		p.mu.Unlock()
+		short := p.toRenew(now)
 		if len(short) == 0 {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), lease/4)
-		if err := p.renew(ctx, short, now); err != nil {
+		renewCtx, cancel := context.WithTimeout(ctx, lease/4)
+		if err := p.renew(renewCtx, short, now); err != nil && ctx.Err() == nil {
 			p.e.log.Warn("renew the leases of links waiting to be sent", "links", len(short), "err", err)
 		}
 		cancel()
 	}
 }
 
+// toRenew lists the held leases keepLeases renews at now: those not lost
+// with less than half a lease left, of links in their sender for less than
+// keepFor.
+func (p *pipe) toRenew(now time.Time) []*heldLease {
+	var out []*heldLease
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for h := range p.held {
+		if !h.lost && h.until.Sub(now) < p.e.opts.Lease/2 && now.Sub(h.since) < keepFor {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // renew moves the leases of hs to a full lease from now. One the database
 // no longer gives to its owner, or that ran out, is marked lost; on an
-// error none changes.
+// error, those of the owners not renewed yet stay as they were.
 func (p *pipe) renew(ctx context.Context, hs []*heldLease, now time.Time) error {
 	until := now.Add(p.e.opts.Lease)
-	byOwner := map[string][]int64{}
+	byOwner := map[string][]*heldLease{}
 	for _, h := range hs {
-		byOwner[h.owner] = append(byOwner[h.owner], h.id)
+		byOwner[h.owner] = append(byOwner[h.owner], h)
 	}
-	renewed := map[int64]bool{}
-	for owner, ids := range byOwner {
+	for owner, group := range byOwner {
+		ids := make([]int64, len(group))
+		for i, h := range group {
+			ids[i] = h.id
+		}
 		done := p.turn()
 		got, err := models.RenewLeases(p.e.db.WithContext(ctx), owner, ids, now, until)
 		done()
 		if err != nil {
 			return err
 		}
+		// A link is held twice when its lease ran out and this pipe claimed
+		// it again: what the database renewed is this owner's hold alone.
+		renewed := make(map[int64]bool, len(got))
 		for _, id := range got {
 			renewed[id] = true
 		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, h := range hs {
-		if renewed[h.id] {
-			h.until = until
-		} else {
-			h.lost = true
+		p.mu.Lock()
+		for _, h := range group {
+			if renewed[h.id] {
+				h.until = until
+			} else {
+				h.lost = true
+			}
 		}
+		p.mu.Unlock()
 	}
 	return nil
 }

@@ -111,8 +111,9 @@ func TestACallWhoseLinkWasTakenOverWhileItWaitedIsNotSent(t *testing.T) {
 
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx, 5*time.Second) }()
+		go func() { done <- a.Run(ctx, time.Minute) }()
 		<-gate.waiting
+		stop() // A claims no more; its stop waits for the call that waits
 
 		// A's renewals failed meanwhile (its database was out, say), and
 		// the lease ran out: a rescuer hands the link back, and B sends it.
@@ -121,17 +122,69 @@ func TestACallWhoseLinkWasTakenOverWhileItWaitedIsNotSent(t *testing.T) {
 		b := e.engine(db, Options{WorkerID: "B"})
 		n, err := b.Rescue(context.Background())
 		require.NoError(t, err)
-		require.Equal(t, 1, n, "A's keeper renewed the lease before the test could let it run out")
+		require.Equal(t, 1, n)
 		require.NoError(t, b.Drain(context.Background()))
 		require.Equal(t, models.StatusSuccess, e.link("order", "1", "crm").Status)
 
-		close(gate.turn) // A's turn comes; its stop waits for the call
-		stop()
+		close(gate.turn) // A's turn comes
 		require.NoError(t, <-done)
 		require.Equal(t, 1, e.crm.CountByKey("site_order_1"), "A did not create the object again")
 		for _, at := range e.attempts(l.ID) {
 			require.NotEqual(t, "A", at.Worker, "A made no call: %+v", at)
 		}
-		require.Contains(t, e.logBuf.String(), "another worker has the link now")
+		require.Contains(t, e.logBuf.String(), "lease ran out while a call waited; not sent")
 	})
+}
+
+// A link whose lease ran out and that the same pipe claimed again is held
+// twice for a moment: a renewal of the new claim's lease does not pass for
+// one of the old, whose call must not go.
+func TestARenewalKeepsOnlyTheLeaseItRenewed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.upsert(order(1))
+		l := e.link("order", "1", "crm")
+		now := e.clock.Now()
+		first, err := models.ClaimDue(db, "A/1", now, e.eng.opts.Lease, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, first, 1)
+		late := now.Add(e.eng.opts.Lease + time.Second)
+		expired, err := models.ExpiredLeases(db, late, 10)
+		require.NoError(t, err)
+		released, err := models.ReleaseExpired(db, expired[0], models.Attempt{LinkID: l.ID, Operation: "lease.expired",
+			Outcome: models.OutcomeAmbiguous, CreatedAt: late}, late)
+		require.NoError(t, err)
+		require.True(t, released)
+		second, err := models.ClaimDue(db, "A/2", late, e.eng.opts.Lease, 10, nil)
+		require.NoError(t, err)
+		require.Len(t, second, 1)
+
+		p := &pipe{e: e.eng, held: map[*heldLease]struct{}{}}
+		old := p.hold(job{link: first[0].Link}, now)
+		current := p.hold(job{link: second[0].Link}, late)
+		require.NoError(t, p.renew(context.Background(), []*heldLease{old, current}, late))
+		require.True(t, old.lost, "the first claim's lease is gone")
+		require.False(t, current.lost)
+		require.ErrorIs(t, p.ready(context.Background(), old), errLeaseLost)
+		require.NoError(t, p.ready(context.Background(), current))
+	})
+}
+
+// The keeper renews a lease that is short, not one with half a lease left,
+// nor one lost, nor one of a send in its sender for keepFor: that send is
+// taken for hung, and its link left to the rescuer.
+func TestTheKeeperRenewsShortLeasesOfSendsThatAreNotHung(t *testing.T) {
+	e := setup(t, dbtest.SQLite(t))
+	p := &pipe{e: e.eng, held: map[*heldLease]struct{}{}}
+	now, lease := e.clock.Now(), e.eng.opts.Lease
+	at := func(id int64, since time.Time, left time.Duration) *heldLease {
+		until := now.Add(left)
+		return p.hold(job{link: models.Link{ID: id, LeaseOwner: "A/1", ExternalService: "crm", LockedUntil: &until}}, since)
+	}
+	short := at(1, now.Add(-time.Minute), lease/3)
+	at(2, now.Add(-time.Minute), lease*2/3)
+	at(3, now.Add(-keepFor-time.Second), lease/3)
+	lost := at(4, now.Add(-time.Minute), lease/3)
+	lost.lost = true
+	require.Equal(t, []*heldLease{short}, p.toRenew(now))
 }

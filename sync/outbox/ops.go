@@ -20,8 +20,8 @@ func (e *Engine) SyncNow(ctx context.Context, linkID int64, who string) (*models
 	return l, err
 }
 
-// Rescue returns links whose worker's lease expired (the worker died or
-// hung) to retry, logging the lost attempt as ambiguous so that the next
+// Rescue returns links whose worker's lease expired (the worker died, or
+// its send hung past keepFor) to retry, logging the lost attempt as ambiguous so that the next
 // attempt looks the object up before creating it. It returns how many it
 // released.
 func (e *Engine) Rescue(ctx context.Context) (int, error) {

@@ -72,15 +72,17 @@ func (e *Engine) pipeline(ctx context.Context, grace time.Duration, untilIdle bo
 		senders.Add(1)
 		go func() { defer senders.Done(); p.sendLoop(ctx, sendCtx) }()
 	}
-	sendersDone := make(chan struct{})
-	go p.keepLeases(sendersDone)
+	keepCtx, stopKeeping := context.WithCancel(context.Background())
+	var keeper sync.WaitGroup
+	keeper.Go(func() { p.keepLeases(keepCtx) })
 	writeErr := make(chan error, 1)
 	go func() { writeErr <- p.writeLoop() }()
 
 	claimErr := p.claimLoop(ctx, untilIdle)
 	close(p.jobs)
 	senders.Wait()
-	close(sendersDone)
+	stopKeeping()
+	keeper.Wait()
 	close(p.results)
 	return errors.Join(claimErr, <-writeErr)
 }
@@ -253,7 +255,7 @@ func (p *pipe) sendLoop(stop, sendCtx context.Context) {
 				"service", j.link.ExternalService, "link", j.link.ID)
 			p.results <- handBack(j, now)
 		default:
-			h := p.hold(j)
+			h := p.hold(j, now)
 			ready := func(ctx context.Context) error { return p.ready(ctx, h) }
 			p.results <- p.e.send(connector.WithReady(sendCtx, ready), j)
 			p.unhold(h)
