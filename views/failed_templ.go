@@ -376,9 +376,9 @@ func FailedPage(p Page, v Failed) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var20 string
-						templ_7745c5c3_Var20, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL(groupURL(g.Group, v.Aside))).ResolveURL(ctx)
+						templ_7745c5c3_Var20, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL(FailedGroupURL(g.Group, v.Aside))).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/failed.templ`, Line: 94, Col: 79}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/failed.templ`, Line: 94, Col: 85}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var20)
 						if templ_7745c5c3_Err != nil {
@@ -488,8 +488,8 @@ func FailedPage(p Page, v Failed) templ.Component {
 	})
 }
 
-// groupURL is a failure group's page: its links on Failed, or put aside.
-func groupURL(group string, aside bool) string {
+// FailedGroupURL is a failure group's page: its links on Failed, or put aside.
+func FailedGroupURL(group string, aside bool) string {
 	u := "/failed/group?g=" + urlQuery(group)
 	if aside {
 		u += "&aside=1"
@@ -1018,9 +1018,9 @@ func failedGroupLinks(p Page, v FailedGroupView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var47 string
-			templ_7745c5c3_Var47, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL(groupURL(v.Group, true))).ResolveURL(ctx)
+			templ_7745c5c3_Var47, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL(FailedGroupURL(v.Group, true))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/failed.templ`, Line: 259, Col: 63}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/failed.templ`, Line: 259, Col: 69}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var47)
 			if templ_7745c5c3_Err != nil {

@@ -41,13 +41,14 @@ func WithLiveFragment(ctx context.Context, f *LiveFragment) context.Context {
 // asks the page's address again and swaps in the new content. Its version
 // is a hash of the content, so an answer that would change nothing is a
 // 204 and leaves the page — a ticked box, an open detail — alone. With on
-// false (an older page of a list, which new rows would push away) the
-// content is rendered plainly, once.
+// false (an older page of a list, which new rows would push away), or no
+// address to ask (a page answering a form), the content is rendered
+// plainly, once.
 func Live(p Page, on bool) templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		children := templ.GetChildren(ctx)
 		ctx = templ.ClearChildren(ctx)
-		if !on {
+		if !on || p.URL == "" {
 			return children.Render(ctx, w)
 		}
 		var buf bytes.Buffer

@@ -42,7 +42,8 @@ type Page struct {
 	// the navigation.
 	OpenIncidents int64
 	// URL is the page's own address, without a flash's parameters: what its
-	// live region polls.
+	// live region polls. "" (a page answering a form, which has no address
+	// of its own) keeps the page still.
 	URL string
 }
 

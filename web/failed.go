@@ -95,7 +95,9 @@ func (s *Server) renderFailedGroup(c echo.Context, status int, group string, asi
 			v.HasAside = len(other) > 0
 		}
 	}
-	return s.renderStatus(c, status, views.FailedGroupPage(s.page(c, "Failed: one cause", "/failed"), v))
+	p := s.page(c, "Failed: one cause", "/failed")
+	p.URL = views.FailedGroupURL(group, aside) // also when a form's refusal shows it
+	return s.renderStatus(c, status, views.FailedGroupPage(p, v))
 }
 
 // askRetry shows how many links a bulk retry will touch — a whole group,

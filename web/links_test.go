@@ -433,6 +433,10 @@ func TestRetrySelectedWithNothingTickedShowsTheGroupAgain(t *testing.T) {
 		require.Contains(t, r.body, "Nothing was selected")
 		require.Equal(t, 2, strings.Count(r.body, `type="checkbox" name="id"`), "the group's links are listed again to pick from")
 		require.Contains(t, r.body, `data-testid="retry-selected"`)
+		// The page keeps up by asking the group's address, not the form's,
+		// which answers a poll with 405.
+		require.Contains(t, r.body, `hx-get="`+html.EscapeString(page)+`"`)
+		require.NotContains(t, r.body, `hx-get="/failed/retry"`)
 
 		// A whole group emptied meanwhile says so on the group's page too.
 		require.NoError(t, db.Model(&models.Link{}).Where("error_group = ?", group).Update("status", models.StatusNew).Error)

@@ -34,8 +34,13 @@ func (s *Server) renderStatus(c echo.Context, status int, comp templ.Component) 
 
 // page builds the layout's view model for the current request.
 func (s *Server) page(c echo.Context, title, active string) views.Page {
-	p := views.Page{Title: title, Active: active, CSRF: csrfToken(c), Now: s.clock.Now(), Version: s.version,
-		URL: liveURL(c.Request().URL)}
+	p := views.Page{Title: title, Active: active, CSRF: csrfToken(c), Now: s.clock.Now(), Version: s.version}
+	if c.Request().Method == http.MethodGet {
+		// A page answering a form (a refusal) has no address of its own to
+		// ask again: a poll of the form's would be refused. Its handler may
+		// give it its page's address.
+		p.URL = liveURL(c.Request().URL)
+	}
 	if u := currentUser(c); u != nil {
 		p.Viewer = views.Viewer{Email: u.Email, Name: u.Name, Role: string(u.Role)}
 	}

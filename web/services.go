@@ -28,6 +28,7 @@ func (s *Server) listServices(c echo.Context) error {
 // last hour's calls by outcome and its links by status.
 func (s *Server) renderServices(c echo.Context, status int, problem string) error {
 	p := s.page(c, "Services", "/services")
+	p.URL = "/services" // also when a form's refusal shows it
 	outcomes, err := models.CountOutcomesSince(s.requestDB(c), s.clock.Now().Add(-healthWindow))
 	if err != nil {
 		return err

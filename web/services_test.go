@@ -157,7 +157,14 @@ func TestPauseAndResumeFromTheServicesPage(t *testing.T) {
 		require.Contains(t, page, `<label for="reason-crm">`, "the reason field has a label")
 		require.Contains(t, page, `Pause sending<span class="sr-only"> to crm</span>`, "each switch names its service to screen readers")
 
-		r := op.post("/services", "/services/crm/pause", url.Values{"reason": {"provider maintenance"}})
+		// A reason too long is refused on the page, which keeps up by
+		// asking /services, not the form's address (405 to a poll).
+		r := op.post("/services", "/services/crm/pause", url.Values{"reason": {strings.Repeat("x", services.MaxReason+1)}})
+		require.Equal(t, http.StatusBadRequest, r.status, r.body)
+		require.Contains(t, r.body, "Keep the reason under")
+		require.Contains(t, r.body, `hx-get="/services"`)
+
+		r = op.post("/services", "/services/crm/pause", url.Values{"reason": {"provider maintenance"}})
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		require.Equal(t, "/services?done=service-paused", r.header.Get("Location"))
 		paused, err := models.IsPaused(db, "crm")
