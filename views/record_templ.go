@@ -108,7 +108,7 @@ func RecordPage(p Page, v RecordView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = linksTable(p, v.Links, true).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = linksTable(p, v.Links, true, false).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

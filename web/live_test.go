@@ -206,3 +206,32 @@ func versionIn(t *testing.T, body, id string) string {
 	v, _, _ := strings.Cut(rest, `"`)
 	return v
 }
+
+// Queued links do not each ask for their state every second: in the list
+// of links, which keeps up by itself, the list's region brings them up to
+// date; on a record's page, which does not, each asks every LiveEvery. The
+// link's own page still asks every second.
+func TestListsOfQueuedLinksDoNotPollEachRowEverySecond(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		for i := 1; i <= 5; i++ {
+			_, err := b.eng.Upsert(context.Background(), "order", fmt.Sprint(i), []byte(`{"title":"Order"}`))
+			require.NoError(t, err)
+		}
+		ana := b.signedIn("ana@example.com", models.RoleOperator)
+
+		list := ana.get("/links?status=new").body
+		require.Equal(t, 5, strings.Count(list, `data-status="new"`), "five queued links listed")
+		require.NotContains(t, list, "/status?v=", "no row polls on its own")
+		require.Contains(t, list, `id="live"`, "the list keeps up by itself")
+
+		record := ana.get("/records/order/1").body
+		require.Regexp(t, `data-status="new"[^>]* data-live hx-get="/links/\d+/status\?v=`, record)
+		require.Contains(t, record, `hx-trigger="every 5s, live"`)
+		require.NotContains(t, record, "every 1s")
+
+		links, err := models.RecordLinks(db, "order", "1")
+		require.NoError(t, err)
+		require.Contains(t, ana.get(fmt.Sprintf("/links/%d", links[0].ID)).body, `hx-trigger="every 1s, live"`)
+	})
+}
