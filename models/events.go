@@ -271,7 +271,8 @@ type linkAndRecord struct {
 // Record reads it.
 const recordColumnsAs = "records.id AS rec_id, records.local_type AS rec_local_type, records.local_id AS rec_local_id, " +
 	"records.payload AS rec_payload, records.content_hash AS rec_content_hash, records.created_at AS rec_created_at, " +
-	"records.updated_at AS rec_updated_at, records.deleted_at AS rec_deleted_at"
+	"records.updated_at AS rec_updated_at, records.deleted_at AS rec_deleted_at, " +
+	"records.field_times AS rec_field_times, records.field_times_since AS rec_field_times_since"
 
 // LockRecord reads a record for update: on Postgres the row is locked until
 // the transaction ends; on SQLite the transaction already holds the write lock.
@@ -285,11 +286,18 @@ func LockRecord(tx *gorm.DB, localType, localID string) (*Record, error) {
 	return &r, notFound(err, "record "+localType+"/"+localID)
 }
 
-// SetRecordPayload replaces a record's payload; it is a compare-and-set on
-// the hash the caller read.
-func SetRecordPayload(tx *gorm.DB, r *Record, payload, hash string, now time.Time) error {
+// SetRecordPayload replaces a record's payload, in which the fields changed
+// took their values at at (a provider's change: when it happened); it is a
+// compare-and-set on the hash the caller read, and so on the field times
+// (ChangeTimes) read with it: they change with the payload.
+func SetRecordPayload(tx *gorm.DB, r *Record, payload, hash string, changed []string, at, now time.Time) error {
+	times, err := stampFields(r.FieldTimes, changed, at)
+	if err != nil {
+		return fmt.Errorf("record %s/%s: %w", r.LocalType, r.LocalID, err)
+	}
 	res := tx.Model(&Record{}).Where("id = ? AND content_hash = ?", r.ID, r.ContentHash).
-		Updates(map[string]any{"payload": payload, "content_hash": hash, "updated_at": now})
+		Updates(map[string]any{"payload": payload, "content_hash": hash, "updated_at": now, "field_times": times,
+			"field_times_since": gorm.Expr("COALESCE(field_times_since, updated_at)")})
 	if res.Error != nil {
 		return res.Error
 	}

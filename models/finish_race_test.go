@@ -71,7 +71,7 @@ func TestAChangeDuringAFinishIsPushedAgain(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if err := models.SetRecordPayload(tx, rec, r.v2, r.h2, r.now); err != nil {
+				if err := models.SetRecordPayload(tx, rec, r.v2, r.h2, []string{"status"}, r.now, r.now); err != nil {
 					return err
 				}
 				return models.RequeueOtherLinks(tx, "order", "1", "payments", r.now)

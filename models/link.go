@@ -42,6 +42,10 @@ type Record struct {
 	// DeletedAt is the record's tombstone: when it was deleted, nil while
 	// it lives. Its links' desired state is then "deleted".
 	DeletedAt *time.Time
+	// FieldTimes (JSON) and FieldTimesSince say when each field last
+	// changed: read them with ChangeTimes.
+	FieldTimes      string `gorm:"default:'{}'"`
+	FieldTimesSince *time.Time
 }
 
 // CreateKey is the idempotency key of the first create of a record's

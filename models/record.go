@@ -72,6 +72,8 @@ type RecordWrite struct {
 // The WHERE on the conflict update makes an unchanged payload a no-op, and
 // RETURNING names only the rows inserted or updated: what changed is known
 // from the write itself, with no read before it and no race between the two.
+// The update also notes when the fields whose values it changed did
+// (fieldTimesAfterUpsert); an insert writes no field times.
 // Rows go in key order so that two batches with keys in common lock them in
 // the same order and cannot deadlock on Postgres.
 func UpsertRecords(tx *gorm.DB, recs []RecordWrite, now time.Time) (map[RecordKey]bool, error) {
@@ -83,7 +85,7 @@ func UpsertRecords(tx *gorm.DB, recs []RecordWrite, now time.Time) (map[RecordKe
 	slices.SortFunc(sorted, func(a, b RecordWrite) int { return a.RecordKey.compare(b.RecordKey) })
 	var sql strings.Builder
 	sql.WriteString("INSERT INTO records (local_type, local_id, payload, content_hash, created_at, updated_at) VALUES ")
-	args := make([]any, 0, 6*len(sorted))
+	args := make([]any, 0, 6*len(sorted)+1)
 	for i, r := range sorted {
 		if i > 0 {
 			sql.WriteString(", ")
@@ -91,10 +93,15 @@ func UpsertRecords(tx *gorm.DB, recs []RecordWrite, now time.Time) (map[RecordKe
 		sql.WriteString("(?, ?, ?, ?, ?, ?)")
 		args = append(args, r.LocalType, r.LocalID, r.Payload, r.Hash, now, now)
 	}
+	// Every SET reads the row as it was: field_times_since takes the
+	// updated_at before this write (see ChangeTimes).
 	sql.WriteString(` ON CONFLICT (local_type, local_id) DO UPDATE
-		SET payload = excluded.payload, content_hash = excluded.content_hash, updated_at = excluded.updated_at, deleted_at = NULL
+		SET payload = excluded.payload, content_hash = excluded.content_hash, updated_at = excluded.updated_at, deleted_at = NULL,
+			field_times = ` + fieldTimesAfterUpsert(Dialect(tx)) + `,
+			field_times_since = COALESCE(records.field_times_since, records.updated_at)
 		WHERE records.content_hash <> excluded.content_hash OR records.deleted_at IS NOT NULL
 		RETURNING local_type, local_id`)
+	args = append(args, now.UTC().Format(fieldTimeLayout))
 	var written []RecordKey
 	if err := tx.Raw(sql.String(), args...).Scan(&written).Error; err != nil {
 		if len(recs) == 1 {
@@ -171,7 +178,9 @@ func LinkByID(db *gorm.DB, id int64) (*Link, error) {
 // UpsertRecords takes them. A batch that upserts some records and deletes
 // others takes its locks in two passes, so two such batches with records in
 // common, in opposite roles, can still deadlock on Postgres: the one undone
-// answers 503 to be sent again (models.Contended).
+// answers 503 to be sent again (models.Contended). A tombstone changes no
+// field: the fields' times stay, field_times_since keeping the updated_at
+// before it (see ChangeTimes).
 func TombstoneRecords(tx *gorm.DB, keys []RecordKey, now time.Time) (map[RecordKey]bool, error) {
 	marked := make(map[RecordKey]bool, len(keys))
 	if len(keys) == 0 {
@@ -188,7 +197,7 @@ func TombstoneRecords(tx *gorm.DB, keys []RecordKey, now time.Time) (map[RecordK
 		lock = " ORDER BY local_type, local_id FOR UPDATE"
 	}
 	var done []RecordKey
-	err := tx.Raw(`UPDATE records SET deleted_at = ?, updated_at = ?
+	err := tx.Raw(`UPDATE records SET deleted_at = ?, updated_at = ?, field_times_since = COALESCE(field_times_since, updated_at)
 		WHERE deleted_at IS NULL AND id IN (SELECT id FROM records WHERE (local_type, local_id) IN ? AND deleted_at IS NULL`+lock+`)
 		RETURNING local_type, local_id`, now, now, pairs).Scan(&done).Error
 	if err != nil {

@@ -258,7 +258,7 @@ func setState(s subject, field string, states []string, to string) Effect {
 				rec.LocalType, rec.LocalID, from, to), errIgnored
 		}
 		payload[field] = to
-		hash, err := setPayload(tx, rec, payload, now)
+		hash, err := setPayload(tx, rec, payload, []string{field}, now, now)
 		if err != nil {
 			return "", err
 		}
@@ -351,7 +351,9 @@ func str(m map[string]any, k string) string {
 	return ""
 }
 
-func setPayload(tx *gorm.DB, rec *models.Record, payload map[string]any, now time.Time) (string, error) {
+// setPayload writes the record's new payload, in which the fields changed
+// took their values at at, and returns its hash.
+func setPayload(tx *gorm.DB, rec *models.Record, payload map[string]any, changed []string, at, now time.Time) (string, error) {
 	body, hash, err := canonical(payload)
 	var invalid *models.InvalidError
 	if errors.As(err, &invalid) {
@@ -364,7 +366,7 @@ func setPayload(tx *gorm.DB, rec *models.Record, payload map[string]any, now tim
 	if err != nil {
 		return "", err
 	}
-	return hash, models.SetRecordPayload(tx, rec, body, hash, now)
+	return hash, models.SetRecordPayload(tx, rec, body, hash, changed, at, now)
 }
 
 // canonical is a payload as records store it, and its content hash.

@@ -83,7 +83,7 @@ func updateFields(s subject, u config.Update) Effect {
 		if !at.IsZero() && at.Before(now) {
 			when = at // the next event's occurred_at is compared with the change's own time
 		}
-		hash, err := setPayload(tx, rec, payload, when)
+		hash, err := setPayload(tx, rec, payload, changed, when, when)
 		if err != nil {
 			return "", err
 		}
