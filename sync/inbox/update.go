@@ -25,8 +25,12 @@ import (
 //   - an echo of our own push (the provider reporting the value we sent)
 //     changes nothing and queues nothing: values are compared as text when
 //     both are numbers or strings (HubSpot answers "19.90" for 19.9);
-//   - a change older than the record's last one (by the event's
-//     occurred_at) is old news: the record's newer value is on its way.
+//   - the change of a field older than that field's last change (by the
+//     event's occurred_at) is old news: the field's newer value is on its
+//     way. The guard is per field (models.FieldTimes): HubSpot sends one
+//     property per event, applied in any order, and a change of the phone
+//     must not be lost behind a later change of the first name, nor behind
+//     a local write that changed the email only.
 //
 // A change is written to the record, the provider's link learns that it
 // holds it (nothing to push back), and every other service is owed it.
@@ -59,39 +63,97 @@ func updateFields(s subject, u config.Update) Effect {
 		if link.RemoteDeletedAt != nil {
 			return "the object was deleted earlier; waiting for an operator", errIgnored
 		}
-		if !at.IsZero() && at.Before(rec.UpdatedAt) {
-			return fmt.Sprintf("the change happened at %s, before %s/%s last changed (%s): older news, nothing to do",
-				at.Format(time.RFC3339), rec.LocalType, rec.LocalID, rec.UpdatedAt.UTC().Format(time.RFC3339)), errIgnored
+		newer, err := dropOlderNews(values, rec, at)
+		if err != nil {
+			return "", err
+		}
+		if len(values) == 0 {
+			return fmt.Sprintf("the change happened at %s, before the last change of %s in %s/%s: older news, nothing to do",
+				at.UTC().Format(noteTime), listNewer(newer), rec.LocalType, rec.LocalID), errIgnored
 		}
 		payload, err := decodeObject(rec.Payload)
 		if err != nil {
 			return "", err
 		}
-		var changed []string
-		for _, f := range slices.Sorted(maps.Keys(values)) {
-			v, had := payload[f]
-			if had && sameValue(v, values[f]) {
-				continue
-			}
-			payload[f] = keepType(v, values[f])
-			changed = append(changed, f)
-		}
+		changed := setValues(payload, values)
 		if len(changed) == 0 {
-			return fmt.Sprintf("%s/%s already holds these values (our own push coming back?): nothing to do", rec.LocalType, rec.LocalID), errIgnored
+			return fmt.Sprintf("%s/%s already holds these values (our own push coming back?)%s: nothing to do",
+				rec.LocalType, rec.LocalID, newerNote(newer, at)), errIgnored
 		}
 		when := now
 		if !at.IsZero() && at.Before(now) {
-			when = at // the next event's occurred_at is compared with the change's own time
+			when = at // the fields' next changes from the provider are compared with this one's own time
 		}
-		hash, err := setPayload(tx, rec, payload, changed, when, when)
+		hash, err := setPayload(tx, rec, payload, changed, when, now)
 		if err != nil {
 			return "", err
 		}
 		if err := models.RecordMovedByProvider(tx, lr, id, "", hash, now); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s/%s took %s from %s", rec.LocalType, rec.LocalID, strings.Join(changed, ", "), ev.Service), nil
+		return fmt.Sprintf("%s/%s took %s from %s%s", rec.LocalType, rec.LocalID, strings.Join(changed, ", "), ev.Service,
+			newerNote(newer, at)), nil
 	}
+}
+
+// noteTime is how notes show a time: to the millisecond where it has one,
+// as HubSpot's occurredAt does, so that two changes a few milliseconds
+// apart do not read as one time.
+const noteTime = "2006-01-02T15:04:05.999Z07:00"
+
+// dropOlderNews takes out of values the fields that changed after at (an
+// event without occurred_at is never older news), and returns them with
+// when each did.
+func dropOlderNews(values map[string]any, rec *models.Record, at time.Time) (map[string]time.Time, error) {
+	if at.IsZero() {
+		return nil, nil
+	}
+	times, err := rec.ChangeTimes()
+	if err != nil {
+		return nil, err
+	}
+	newer := map[string]time.Time{}
+	for f := range values {
+		if last := times.Of(f); at.Before(last) {
+			newer[f] = last
+			delete(values, f)
+		}
+	}
+	return newer, nil
+}
+
+// listNewer names fields with the time each last changed:
+// "email (2026-12-07T10:01:00Z), first_name (…)".
+func listNewer(newer map[string]time.Time) string {
+	parts := make([]string, 0, len(newer))
+	for _, f := range slices.Sorted(maps.Keys(newer)) {
+		parts = append(parts, fmt.Sprintf("%s (%s)", f, newer[f].UTC().Format(noteTime)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// newerNote is what a note adds about the fields the event's change left
+// alone as older news, or "" when there are none.
+func newerNote(newer map[string]time.Time, at time.Time) string {
+	if len(newer) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; older news for %s, changed after this change (%s)", listNewer(newer), at.UTC().Format(noteTime))
+}
+
+// setValues sets the values in payload, each keeping its field's type, and
+// returns the fields whose values changed, in order.
+func setValues(payload, values map[string]any) []string {
+	var changed []string
+	for _, f := range slices.Sorted(maps.Keys(values)) {
+		v, had := payload[f]
+		if had && sameValue(v, values[f]) {
+			continue
+		}
+		payload[f] = keepType(v, values[f])
+		changed = append(changed, f)
+	}
+	return changed
 }
 
 // updateValues evaluates the update on the event: field by field (a field
