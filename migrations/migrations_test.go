@@ -28,7 +28,8 @@ func TestApplyIsIdempotent(t *testing.T) {
 		require.True(t, current)
 
 		for _, table := range []string{"users", "sessions", "api_tokens", "audit_entries", "records",
-			"external_map", "attempts", "in_progress", "processed_events", "reconciliation_runs", "discrepancies"} {
+			"external_map", "attempts", "in_progress", "processed_events", "reconciliation_runs", "discrepancies",
+			"remote_deleted_objects"} {
 			require.True(t, db.Migrator().HasTable(table), "table %s missing", table)
 		}
 	})

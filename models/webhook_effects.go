@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -25,13 +26,43 @@ func RequeueSyncedLink(tx *gorm.DB, id int64, now time.Time) error {
 
 // MarkRemoteDeleted marks a link failed because its provider says the
 // object is gone, with reason as its error, until an operator re-creates
-// it. It reports false, and writes nothing, when the link is being sent:
-// never overwrites a link under its worker.
-func MarkRemoteDeleted(tx *gorm.DB, id int64, service, reason string, now time.Time) (bool, error) {
+// it, and keeps the deleted object's id (object, "" when the event named
+// none) as one the link gave up (see DeletedObject). It reports false, and
+// writes nothing, when the link is being sent: never overwrites a link
+// under its worker.
+func MarkRemoteDeleted(tx *gorm.DB, id int64, service, object, reason string, now time.Time) (bool, error) {
 	res := tx.Model(&Link{}).Where("id = ? AND status <> ?", id, StatusProcessing).Updates(map[string]any{
 		"remote_deleted_at": now, "status": StatusFailed, "last_error": reason, "last_http_code": 0, "updated_at": now,
 		"error_group": ErrorGroup(service, 0, "deleted remotely: re-create after confirming")})
-	return res.RowsAffected > 0, res.Error
+	if res.Error != nil || res.RowsAffected == 0 || object == "" {
+		return res.RowsAffected > 0, res.Error
+	}
+	// DO NOTHING: the same object reported deleted again (restored, adopted
+	// again, deleted again) is the same fact, kept from its first report.
+	err := tx.Clauses(clause.OnConflict{DoNothing: true}).
+		Create(&RemoteDeletedObject{LinkID: id, ExternalID: object, ReportedAt: now}).Error
+	return err == nil, err
+}
+
+// RemoteDeletedObject is an object a provider reported deleted, kept with
+// the link it was matched to: re-created, the link points at another
+// object, and an event about this one still carries our key.
+type RemoteDeletedObject struct {
+	LinkID     int64  `gorm:"primaryKey;autoIncrement:false"`
+	ExternalID string `gorm:"primaryKey"`
+	ReportedAt time.Time
+}
+
+// DeletedObject reports whether the provider reported its object
+// externalID deleted as the object of link id: an event about it is about
+// an object the link gave up, not the one it points at now.
+func DeletedObject(tx *gorm.DB, id int64, externalID string) (bool, error) {
+	var n int64
+	err := tx.Model(&RemoteDeletedObject{}).Where("link_id = ? AND external_id = ?", id, externalID).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("read the objects link %d gave up: %w", id, err)
+	}
+	return n > 0, nil
 }
 
 // AdoptRemoteObject stores an object a provider told us of and we have never

@@ -75,13 +75,17 @@ func TestMarkRemoteDeletedNeverOverwritesALinkBeingSent(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		for _, status := range models.Statuses {
 			l := effectLink(t, db, string(status), "crm", status, func(l *models.Link) { l.LastHTTPCode = 503 })
-			marked, err := models.MarkRemoteDeleted(db, l.ID, "crm", "crm reports deal_1 deleted (event evt_7).", effectsNow)
+			marked, err := models.MarkRemoteDeleted(db, l.ID, "crm", l.ExternalID, "crm reports deal_1 deleted (event evt_7).", effectsNow)
+			require.NoError(t, err)
+			kept, err := models.DeletedObject(db, l.ID, l.ExternalID)
 			require.NoError(t, err)
 			if status == models.StatusProcessing {
 				require.False(t, marked, "a link being sent is not marked")
+				require.False(t, kept, "a link being sent has given nothing up")
 				requireUntouched(t, db, l)
 				continue
 			}
+			require.True(t, kept, "%s: the deleted object is kept as one the link gave up", status)
 			require.True(t, marked, status)
 			got, err := models.LinkByID(db, l.ID)
 			require.NoError(t, err)
@@ -92,6 +96,28 @@ func TestMarkRemoteDeletedNeverOverwritesALinkBeingSent(t *testing.T) {
 			require.Zero(t, got.LastHTTPCode)
 			require.Equal(t, "crm · deleted remotely: re-create after confirming", got.ErrorGroup)
 		}
+	})
+}
+
+// The objects a link gave up are its own, each kept once however often it
+// is reported deleted, and none is kept for an event that named no id.
+func TestMarkRemoteDeletedKeepsTheObjectsTheLinkGaveUp(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		l := effectLink(t, db, "1", "crm", models.StatusSuccess)
+		other := effectLink(t, db, "2", "crm", models.StatusSuccess)
+		for _, object := range []string{"deal_1", "deal_1", "deal_9", ""} {
+			marked, err := models.MarkRemoteDeleted(db, l.ID, "crm", object, "crm reports "+object+" deleted.", effectsNow)
+			require.NoError(t, err, "object %q", object)
+			require.True(t, marked, "object %q", object)
+		}
+		for object, want := range map[string]bool{"deal_1": true, "deal_9": true, "deal_2": false, "": false} {
+			gone, err := models.DeletedObject(db, l.ID, object)
+			require.NoError(t, err)
+			require.Equal(t, want, gone, "object %q of link 1", object)
+		}
+		gone, err := models.DeletedObject(db, other.ID, "deal_1")
+		require.NoError(t, err)
+		require.False(t, gone, "another link gave deal_1 up")
 	})
 }
 

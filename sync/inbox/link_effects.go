@@ -119,18 +119,20 @@ func markDeleted(s subject, recreate bool) Effect {
 			// already says the object is gone, and nothing is to re-create.
 			return "the record was deleted here, and the link already says its object is gone", errIgnored
 		}
-		return deleted(tx, ev, link, cmp.Or(link.ExternalID, id, link.ExternalKey), recreate, now)
+		return deleted(tx, ev, link, cmp.Or(link.ExternalID, id), recreate, now)
 	}
 }
 
+// deleted marks the link's object, gone ("" when the event named no id),
+// deleted, and the link re-created when recreate says so.
 func deleted(tx *gorm.DB, ev Event, link *models.Link, gone string, recreate bool, now time.Time) (string, error) {
 	msg := fmt.Sprintf("%s reports %s deleted (event %s). Re-create it from the link page once you have confirmed it should exist.",
-		ev.Service, gone, ev.ID)
+		ev.Service, cmp.Or(gone, link.ExternalKey), ev.ID)
 	// Not while the link is being sent: its worker's outcome would be
 	// dropped (its compare-and-set finds no processing link), and with it a
 	// create's new id. Failing the effect rolls the event back and answers
 	// 5xx: the provider delivers it again once the send has ended.
-	marked, err := models.MarkRemoteDeleted(tx, link.ID, ev.Service, msg, now)
+	marked, err := models.MarkRemoteDeleted(tx, link.ID, ev.Service, gone, msg, now)
 	switch {
 	case err != nil:
 		return "", err

@@ -116,7 +116,7 @@ func TestADeleteClearsTheProvidersDeletedMark(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		e := syncedOrder(t, db)
 		l := e.link("order", "1", "crm")
-		marked, err := models.MarkRemoteDeleted(db, l.ID, "crm", "the provider says the deal was deleted", e.clock.Now())
+		marked, err := models.MarkRemoteDeleted(db, l.ID, "crm", l.ExternalID, "the provider says the deal was deleted", e.clock.Now())
 		require.NoError(t, err)
 		require.True(t, marked)
 
