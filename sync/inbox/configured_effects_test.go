@@ -53,6 +53,64 @@ func TestMarkDeletedThenRecreate(t *testing.T) {
 	})
 }
 
+// A link re-created after the provider reported its object deleted has
+// given that object up. A late delivery or a replay about it still carries
+// our key, which finds the link: whatever its type's effect, it must change
+// neither the link nor the record, while the new object is being created
+// and once it is, and say so where a person reads it (the record's page).
+func TestAnEventAboutAnObjectTheLinkGaveUpChangesNothing(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := shop(t, db, map[string]config.Effect{
+			"customer.deleted":  {MarkDeleted: config.DeletedRecreate},
+			"customer.created":  {Adopt: true},
+			"customer.updated":  {UpdateFields: config.Body{Fields: map[string]string{"amount": ".data.object.amount"}}},
+			"customer.checked":  {KeepOurs: true},
+			"payment.succeeded": {SetState: "paid"},
+		})
+		e.payment("1") // order/1, linked to pay_1 under our key site_order_1
+		res, err := e.deliver("payments", shopEvent("evt_del", "customer.deleted", `{"id":"pay_1","metadata":{"key":"site_order_1"}}`, e.clock.Now().Unix()))
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, res.Note)
+		linkID := e.link("payments", "1").ID
+
+		late := func(stage, want string) {
+			before := e.link("payments", "1")
+			rec, err := models.RecordByKey(db, "order", "1")
+			require.NoError(t, err)
+			for _, typ := range []string{"customer.deleted", "customer.created", "customer.updated", "customer.checked", "payment.succeeded"} {
+				e.clock.Advance(time.Minute) // after the record's last change: not older news
+				obj := `{"id":"pay_1","metadata":{"key":"site_order_1"},"amount":5}`
+				res, err := e.deliver("payments", shopEvent("evt_"+stage+"_"+typ, typ, obj, e.clock.Now().Unix()))
+				require.NoError(t, err)
+				require.Equal(t, models.EventIgnored, res.Outcome, "%s, %s about the deleted pay_1: %s", stage, typ, res.Note)
+				require.Equal(t, want, res.Note, "%s, %s", stage, typ)
+				require.Equal(t, before, e.link("payments", "1"), "%s, %s about the deleted pay_1 changed the link", stage, typ)
+				after, err := models.RecordByKey(db, "order", "1")
+				require.NoError(t, err)
+				require.JSONEq(t, rec.Payload, after.Payload, "%s, %s about the deleted pay_1 changed the record", stage, typ)
+			}
+			res, err := e.rc.Replay(context.Background(), "payments", "evt_del", "ana@example.com")
+			require.NoError(t, err)
+			require.Equal(t, models.EventIgnored, res.Outcome, "%s, a replay of the deletion: %s", stage, res.Note)
+			require.Equal(t, want, res.Note, "%s, a replay of the deletion", stage)
+			require.Equal(t, before, e.link("payments", "1"), "%s: a replay of the deletion changed the link", stage)
+		}
+		late("creating", "about pay_1, which payments reported deleted, and which is being re-created for order/1: nothing to do")
+		require.NoError(t, db.Model(&models.Link{}).Where("id = ?", linkID).
+			Updates(map[string]any{"external_id": "pay_2", "status": models.StatusSuccess}).Error, "the new create's answer")
+		late("created", "about pay_1, which payments reported deleted, and which was re-created as pay_2 for order/1: nothing to do")
+
+		var shown int64
+		require.NoError(t, db.Model(&models.ProcessedEvent{}).Where("link_id = ? AND outcome = ?", linkID, models.EventIgnored).Count(&shown).Error)
+		require.EqualValues(t, 10, shown, "each late event is on the record's page, saying why it did nothing")
+
+		res, err = e.deliver("payments", shopEvent("evt_new", "payment.succeeded", `{"id":"pay_2","metadata":{"key":"site_order_1"}}`, e.clock.Now().Unix()))
+		require.NoError(t, err)
+		require.Equal(t, models.EventApplied, res.Outcome, "an event about the new object applies: %s", res.Note)
+		require.Equal(t, "paid", e.status("1"))
+	})
+}
+
 // adopt links the object that carries our key to the link that never
 // learned its id; the next push is an update of that object.
 func TestAdoptLinksTheObjectCarryingOurKey(t *testing.T) {

@@ -323,11 +323,27 @@ func linkOf(tx *gorm.DB, service, id, key string) (*models.Link, string, error) 
 // checkLink says why an effect leaves the link it looked up by the event's
 // id and key (err: how the lookup ended) alone: there is none, or it is
 // another object's. Else it notes the link with the event.
+//
+// A link found by our key alone may have given up the event's object: the
+// provider reported it deleted, and the link was re-created as a new object
+// (or is being). A late delivery or a replay about the old one, applied,
+// would mark the new one deleted (and re-create it again), adopt the dead
+// id, or write the dead object's fields over the record.
 func checkLink(tx *gorm.DB, link *models.Link, id, key string, err error) (string, error) {
 	if errors.Is(err, models.ErrNotFound) {
 		return fmt.Sprintf("no local record is linked to %s", strings.Join(nonEmpty(id, key), " or ")), errIgnored
 	} else if err != nil {
 		return "", err
+	}
+	if id != "" && link.ExternalID != id {
+		gone, err := models.DeletedObject(tx, link.ID, id)
+		if err != nil {
+			return "", err
+		}
+		if gone {
+			noteEventLink(tx, link) // on the record's page, saying why it did nothing
+			return givenUp(link, id), errIgnored
+		}
 	}
 	if id != "" && link.ExternalID != "" && link.ExternalID != id {
 		return fmt.Sprintf("%s carries our key %s, but the link of %s/%s points at %s: the event is about another object (a duplicate?), so the link is left alone",
@@ -335,6 +351,22 @@ func checkLink(tx *gorm.DB, link *models.Link, id, key string, err error) (strin
 	}
 	noteEventLink(tx, link) // h-recon: kept with the event (event_link.go)
 	return "", nil
+}
+
+// givenUp says why an event about id, an object the provider reported
+// deleted as link's, changes nothing.
+func givenUp(link *models.Link, id string) string {
+	about := fmt.Sprintf("about %s, which %s reported deleted", id, link.ExternalService)
+	record := link.LocalType + "/" + link.LocalID
+	switch {
+	case link.RemoteDeletedAt != nil:
+		return fmt.Sprintf("%s; %s waits for a person to re-create its object: nothing to do", about, record)
+	case link.ExternalID != "":
+		return fmt.Sprintf("%s, and which was re-created as %s for %s: nothing to do", about, link.ExternalID, record)
+	case link.Status == models.StatusDeleted:
+		return fmt.Sprintf("%s; %s was deleted here since: nothing to do", about, record)
+	}
+	return fmt.Sprintf("%s, and which is being re-created for %s: nothing to do", about, record)
 }
 
 func nonEmpty(ss ...string) []string {

@@ -151,6 +151,20 @@ func TestALinkWithoutAnIDIsFoundByOurKey(t *testing.T) {
 		l := e.link("crm", "1")
 		require.NotNil(t, l.RemoteDeletedAt)
 		require.Contains(t, l.LastError, "deal_9", "the message names the object deleted")
+
+		// deal_9 is the object the link gives up, though it never held its id.
+		res, err = e.deliver("crm", `{"id":"m2","type":"deal.updated","data":{"id":"deal_9","external_key":"site_order_1","title":"Old"}}`)
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome, res.Note)
+		require.Equal(t, "about deal_9, which crm reported deleted; order/1 waits for a person to re-create its object: nothing to do", res.Note)
+		_, err = models.Recreate(db, l.ID, e.clock.Now())
+		require.NoError(t, err)
+		before := e.link("crm", "1")
+		res, err = e.deliver("crm", `{"id":"m3","type":"deal.deleted","data":{"id":"deal_9","external_key":"site_order_1"}}`)
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome, res.Note)
+		require.Equal(t, "about deal_9, which crm reported deleted, and which is being re-created for order/1: nothing to do", res.Note)
+		require.Equal(t, before, e.link("crm", "1"), "a late deletion of deal_9 marked the new create deleted")
 	})
 }
 
