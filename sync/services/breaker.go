@@ -105,13 +105,22 @@ const (
 	failed                  // a temporary failure: the provider looks down
 )
 
+// judge reads a call as README promises: a 5xx, a timeout (408 too) or no
+// answer at all is a failure; a 429 is the rate limit's to handle; any
+// other answer says the provider is up, whatever it refused — an expired
+// token (401, fetched again for the next call) or a request with the same
+// key still running (409) included. A call that never left (a body that
+// cannot be built, a route misconfigured) says nothing of the provider,
+// and must not resume a paused service as a probe's answer would.
 func judge(c connector.Call) verdict {
 	switch {
 	case c.Operation == "connector" || strings.HasPrefix(c.Error, "cancelled"):
 		return ignored
 	case c.HTTPCode == 429:
 		return ignored // the rate limiter's to handle: the provider is up
-	case c.Class == connector.Temporary:
+	case c.HTTPCode == 0 && c.Class == connector.Permanent:
+		return ignored // never sent
+	case c.Class == connector.Temporary && (c.HTTPCode == 0 || c.HTTPCode == 408 || c.HTTPCode >= 500):
 		return failed
 	}
 	return answered

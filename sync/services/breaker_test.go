@@ -3,6 +3,7 @@ package services_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/config"
+	"github.com/syncdesk/syncdesk/sync/connector"
 	"github.com/syncdesk/syncdesk/sync/outbox"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/services"
@@ -292,4 +294,40 @@ func TestThreeInstancesOpenOnceAndProbeOncePerInterval(t *testing.T) {
 	require.Equal(t, map[models.Status]int{models.StatusSuccess: 40}, e.statuses("crm"), "resumed by itself; the backlog drained")
 	require.Len(t, e.auditBy(action.ServiceResume), 1)
 	require.Nil(t, e.pause("crm"))
+}
+
+// A provider that refuses a token (401, a new one is fetched for the next
+// call) or a request whose key is still running (409) is up: 25 such
+// answers in a row do not pause the service. A call that never left (a
+// body that cannot be built) says nothing of the provider: it does not
+// resume a paused service as a probe's answer would, nor break a run of
+// failures.
+func TestOnlyADownProviderCountsTowardsThePause(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		b := services.NewBreakers(e.db, map[string]config.Breaker{"crm": testBreaker}, e.pauser, e.clock,
+			slog.New(slog.DiscardHandler), services.BreakerOptions{At: e.clock.Now})
+		ctx := context.Background()
+		for range 25 {
+			b.Record(ctx, "crm", connector.Call{Operation: "deal.create", Class: connector.Temporary, HTTPCode: http.StatusUnauthorized,
+				Error: "the provider refused the access token (HTTP 401: expired); a new token is fetched for the next attempt"})
+			b.Record(ctx, "crm", connector.Call{Operation: "deal.create", Class: connector.Temporary, HTTPCode: http.StatusConflict})
+		}
+		require.Nil(t, e.pause("crm"), "a provider that answers is up")
+
+		unsent := connector.Call{Operation: "deal.create", Class: connector.Permanent, Error: "the body cannot be built: title is missing"}
+		for i := range testBreaker.Consecutive {
+			b.Record(ctx, "crm", connector.Call{Operation: "deal.create", Class: connector.Temporary, HTTPCode: http.StatusServiceUnavailable})
+			if i == 2 {
+				b.Record(ctx, "crm", unsent) // not an answer: the run goes on
+			}
+		}
+		require.NotNil(t, e.pause("crm"), "five 503s in a row pause the service")
+
+		e.clock.Advance(testBreaker.ProbeEvery)
+		require.False(t, b.ProbeDone(ctx, "crm", unsent))
+		require.NotNil(t, e.pause("crm"), "a call that never left resumes nothing")
+		require.True(t, b.ProbeDone(ctx, "crm", connector.Call{Operation: "deal.create", Class: connector.OK, HTTPCode: http.StatusCreated}))
+		require.Nil(t, e.pause("crm"))
+	})
 }
