@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/sandbox"
 	"github.com/syncdesk/syncdesk/sync/services"
+	"github.com/syncdesk/syncdesk/views"
 	"github.com/syncdesk/syncdesk/web/browsertest"
 )
 
@@ -263,4 +266,39 @@ func TestBrowserTheOpenAlertsCountKeepsUp(t *testing.T) {
 	same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameDocument === true`))
 	require.NoError(t, err)
 	require.True(t, same, "no reload")
+}
+
+// A page whose polls the server does not answer (restarting, its database
+// down) says it is not up to date, rather than go on saying when it was
+// counted as if it kept up; the note goes once a poll is answered again.
+func TestBrowserAPageWhosePollsFailSaysItIsNotUpToDate(t *testing.T) {
+	browsertest.Parallel(t)
+	b := setupSQLite(t)
+	b.user("vera@example.com", models.RoleViewer)
+	var failing atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() && r.Header.Get("HX-Target") == views.LiveID {
+			http.Error(w, "restarting", http.StatusServiceUnavailable)
+			return
+		}
+		b.srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ctx := browsertest.New(t)
+	signInBrowser(t, ctx, srv.URL, "vera@example.com")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(testid("in-progress-total"))))
+	note := `document.querySelector('[data-testid="live-stale"]')`
+	poll := `htmx.trigger(document.getElementById('live'), 'live'), true`
+
+	failing.Store(true)
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](poll))
+	require.NoError(t, err)
+	require.True(t, waitTrue(ctx, 5*time.Second, note+` !== null`), "a failed poll leaves a note")
+	require.Regexp(t, `^Not up to date: the server did not answer at \d\d:\d\d:\d\d UTC\.`, textOf(t, ctx, testid("live-stale")))
+	browsertest.Screenshot(ctx, t, "live-stale")
+
+	failing.Store(false)
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](poll))
+	require.NoError(t, err)
+	require.True(t, waitTrue(ctx, 5*time.Second, note+` === null`), "an answered poll takes the note away")
 }

@@ -4,7 +4,8 @@
 // shows again; keeps what the person typed, ticked or opened across a swap
 // of the page's live region (#live); and marks for a moment each value
 // (data-key, data-val) that differs from the one the page showed before,
-// or is new.
+// or is new. A poll that fails leaves a note that the page is not up to
+// date, until one is answered again.
 (function () {
   "use strict";
 
@@ -43,6 +44,35 @@
     if (e.detail.elt.id === "live") {
       e.detail.headers["X-Live-Version"] = e.detail.elt.getAttribute("data-version") || "";
     }
+  });
+
+  // A poll the server does not answer (restarting, its database down)
+  // swaps nothing, and the page would go on saying when it was counted as
+  // if it kept up: until a poll is answered again, a note above the live
+  // region says since when it is not up to date.
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var region = e.detail.elt;
+    if (!region || region.id !== "live") {
+      return;
+    }
+    var note = document.getElementById("live-stale");
+    if (e.detail.successful === true) {
+      if (note) {
+        note.remove();
+      }
+      return;
+    }
+    if (note) {
+      return;
+    }
+    note = document.createElement("p");
+    note.id = "live-stale";
+    note.className = "alert alert-warn";
+    note.setAttribute("role", "status");
+    note.setAttribute("data-testid", "live-stale");
+    note.textContent = "Not up to date: the server did not answer at " + new Date().toISOString().substring(11, 19) +
+      " UTC. What this page shows may have changed since; it keeps asking.";
+    region.parentNode.insertBefore(note, region);
   });
 
   var before = null;
