@@ -31,19 +31,23 @@ func Pause(db *gorm.DB, p ServicePause) (held ServicePause, created bool, err er
 	// the winner; then the next round inserts.
 	for range 3 {
 		// A person's pause takes over an automatic one: the service stays
-		// paused, and no probe of its breaker lifts it any more.
+		// paused, and no probe of its breaker lifts it any more. It keeps
+		// its paused_at: the service has been paused since then, and the
+		// service_paused alert measures the pause from it (a fresh time
+		// would close the incident while the service stays paused).
 		conflict := clause.OnConflict{DoNothing: true}
 		if p.PausedBy != AutomaticPauser {
 			conflict = clause.OnConflict{Columns: []clause.Column{{Name: "service"}},
-				DoUpdates: clause.AssignmentColumns([]string{"paused_by", "paused_at", "reason"}),
+				DoUpdates: clause.AssignmentColumns([]string{"paused_by", "reason"}),
 				Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "service_pauses.paused_by = ?", Vars: []any{AutomaticPauser}}}}}
 		}
-		res := db.Clauses(conflict).Create(&p)
+		res := db.Clauses(conflict, clause.Returning{}).Create(&p)
 		if res.Error != nil {
 			return ServicePause{}, false, fmt.Errorf("pause %s: %w", p.Service, res.Error)
 		}
 		if res.RowsAffected == 1 {
-			return p, true, nil
+			p.PausedAt = p.PausedAt.UTC()
+			return p, true, nil // as stored: RETURNING gives a taken-over pause's first paused_at
 		}
 		err := db.Where("service = ?", p.Service).Take(&held).Error
 		if err == nil {

@@ -230,3 +230,35 @@ func TestACheckDoesNotResolveAnIncidentOpenedAfterItBegan(t *testing.T) {
 		require.Empty(t, open, "a later check resolves it")
 	})
 }
+
+// "Keep paused" makes an automatic pause a person's: the service has been
+// paused since the breaker paused it, so its incident stays open (its
+// words now say who keeps it paused), and nobody is told it cleared.
+func TestAnAutomaticPauseKeptByHandKeepsItsIncidentOpen(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{Repeat: time.Hour})
+		pausedAt := b.clock.Now()
+		_, _, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: models.AutomaticPauser, PausedAt: pausedAt,
+			Reason: "paused automatically: 20 calls in a row answered 503"})
+		require.NoError(t, err)
+		b.clock.Advance(11 * time.Minute)
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened}, b.states())
+
+		held, created, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: "ana@example.com", PausedAt: b.clock.Now(),
+			Reason: "kept paused by hand"})
+		require.NoError(t, err)
+		require.True(t, created, "the person's pause takes the automatic one over")
+		require.Equal(t, pausedAt, held.PausedAt.UTC(), "paused since the breaker paused it")
+		for range 3 {
+			b.clock.Advance(5 * time.Minute)
+			b.step(t)
+		}
+		require.Equal(t, []notify.State{notify.Opened}, b.states(), "no resolved, no second opened while it stays paused")
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Len(t, open, 1)
+		require.Equal(t, "crm has been paused for 26 minutes", open[0].Title)
+		require.Contains(t, open[0].Text, "ana@example.com paused crm (kept paused by hand)")
+	})
+}
