@@ -2,6 +2,7 @@ package models
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -76,21 +77,35 @@ func RefreshFailedGroups(db *gorm.DB, now time.Time) error {
 	})
 }
 
+// asideCount is the stat_link_counts "status" of a service's failed links
+// put aside: they are counted in its failed row too (the pages show them
+// there), and apart under this name, for what reads only the links on
+// Failed. LinkCounts leaves these rows out.
+const asideCount = "failed_aside"
+
 // RefreshLinkCounts recounts links by service and status into the stats
 // table, in one transaction, so a page reads a handful of rows instead of
-// counting every link.
+// counting every link. The failed links put aside are counted apart too.
 func RefreshLinkCounts(db *gorm.DB, now time.Time) error {
 	counts, err := CountLinksByStatus(db)
 	if err != nil {
 		return err
 	}
+	var aside []StatusCount
+	err = asideLinks(db).Select("external_service AS service, COUNT(*) AS n").Group("external_service").Scan(&aside).Error
+	if err != nil {
+		return err
+	}
+	rows := make([]StatLinkCount, 0, len(counts)+len(aside))
+	for _, c := range counts {
+		rows = append(rows, StatLinkCount{Service: c.Service, Status: string(c.Status), N: c.N, CountedAt: now})
+	}
+	for _, c := range aside {
+		rows = append(rows, StatLinkCount{Service: c.Service, Status: asideCount, N: c.N, CountedAt: now})
+	}
 	return db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Where("1 = 1").Delete(&StatLinkCount{}).Error; err != nil {
 			return err
-		}
-		rows := make([]StatLinkCount, 0, len(counts))
-		for _, c := range counts {
-			rows = append(rows, StatLinkCount{Service: c.Service, Status: string(c.Status), N: c.N, CountedAt: now})
 		}
 		if len(rows) == 0 {
 			return nil
@@ -99,10 +114,32 @@ func RefreshLinkCounts(db *gorm.DB, now time.Time) error {
 	})
 }
 
-// LinkCounts returns the last counted links by service and status.
+// LinkCounts returns the last counted links by service and status; a
+// service's failed count includes its links put aside.
 func LinkCounts(db *gorm.DB) ([]StatLinkCount, error) {
 	var out []StatLinkCount
-	return out, db.Order("service, status").Find(&out).Error
+	return out, db.Where("status <> ?", asideCount).Order("service, status").Find(&out).Error
+}
+
+// FailedListCounts returns, per service with failed links, how many are on
+// Failed (those put aside left out), as last counted, by service.
+func FailedListCounts(db *gorm.DB) ([]StatLinkCount, error) {
+	var rows []StatLinkCount
+	err := db.Where("status IN ?", []string{string(StatusFailed), asideCount}).Order("service, status").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read the failed link counts: %w", err)
+	}
+	var out []StatLinkCount
+	for _, r := range rows {
+		// Ordered by service, then "failed" before "failed_aside".
+		switch {
+		case r.Status == string(StatusFailed):
+			out = append(out, r)
+		case len(out) > 0 && out[len(out)-1].Service == r.Service:
+			out[len(out)-1].N -= r.N
+		}
+	}
+	return out, nil
 }
 
 // RefreshAttemptHours recounts attempts per outcome for the current and the

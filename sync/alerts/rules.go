@@ -77,12 +77,14 @@ func (a *Alerts) pausedServices(_ context.Context, db *gorm.DB, now time.Time) (
 	return out, nil
 }
 
-// failedLinks reads the failed links per service as the refresh-stats
-// task last counted them, and compares each count with a sample from the
-// rule's window ago.
+// failedLinks reads the failed links on Failed per service as the
+// refresh-stats task last counted them, and compares each count with a
+// sample from the rule's window ago. Links put aside are left out: a
+// person has dealt with them, and Failed, where the alert sends people,
+// no longer lists them.
 func (a *Alerts) failedLinks(_ context.Context, db *gorm.DB, now time.Time) ([]finding, error) {
 	r := a.cfg.Rules.FailedLinks
-	counts, err := models.LinkCounts(db)
+	counts, err := models.FailedListCounts(db)
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +95,6 @@ func (a *Alerts) failedLinks(_ context.Context, db *gorm.DB, now time.Time) ([]f
 	var out []finding
 	samples := []models.AlertSample{{Rule: FailedLinks, TakenAt: now, Anchor: now}}
 	for _, c := range counts {
-		if c.Status != string(models.StatusFailed) {
-			continue
-		}
 		samples = append(samples, models.AlertSample{Rule: FailedLinks, Subject: c.Service, TakenAt: now, Anchor: now, Value: c.N})
 		f := finding{rule: FailedLinks, subject: c.Service, url: "/links?" + url.Values{"service": {c.Service}, "status": {"failed"}}.Encode()}
 		todo := "Open Failed to see what the provider answered: fix the cause, then retry the group."

@@ -262,3 +262,55 @@ func TestAnAutomaticPauseKeptByHandKeepsItsIncidentOpen(t *testing.T) {
 		require.Contains(t, open[0].Text, "ana@example.com paused crm (kept paused by hand)")
 	})
 }
+
+// Failed links put aside are dealt with: they leave Failed, where the
+// alert sends people, so they no longer hold its incident open. The pages'
+// counts still show them among the failed.
+func TestFailedLinksPutAsideResolveTheirIncident(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{Repeat: time.Hour})
+		addLinks(t, db, "crm", models.StatusFailed, 60, b.clock.Now())
+		addLinks(t, db, "erp", models.StatusFailed, 3, b.clock.Now())
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened}, b.states())
+
+		var ids []int64
+		require.NoError(t, db.Model(&models.Link{}).Where("external_service = 'crm'").Pluck("id", &ids).Error)
+		n, err := models.PutAside(db, ids, "ana@example.com", "known bad orders", b.clock.Now())
+		require.NoError(t, err)
+		require.EqualValues(t, 60, n)
+		b.clock.Advance(time.Minute)
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened, notify.Resolved}, b.states(), "resolved once all are put aside")
+		b.clock.Advance(2 * time.Hour)
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened, notify.Resolved}, b.states(), "and not opened again")
+
+		counts, err := models.LinkCounts(db)
+		require.NoError(t, err)
+		require.Equal(t, []models.StatLinkCount{
+			{Service: "crm", Status: "failed", N: 60, CountedAt: b.clock.Now().Add(-2 * time.Hour)},
+			{Service: "erp", Status: "failed", N: 3, CountedAt: b.clock.Now().Add(-2 * time.Hour)},
+		}, utc(counts), "the pages' counts keep the links put aside among the failed")
+		onList, err := models.FailedListCounts(db)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"crm": 0, "erp": 3}, byService(onList))
+	})
+}
+
+func utc(counts []models.StatLinkCount) []models.StatLinkCount {
+	for i := range counts {
+		counts[i].CountedAt = counts[i].CountedAt.UTC()
+	}
+	return counts
+}
+
+func byService(counts []models.StatLinkCount) map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range counts {
+		out[c.Service] = c.N
+	}
+	return out
+}
