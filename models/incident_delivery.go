@@ -15,9 +15,18 @@ import (
 // checked again on the locked row; on SQLite the single UPDATE runs under
 // the database's one write lock. Either way one notification is sent once
 // (and again only after its lease ran out with no outcome written).
+//
+// A channel gets an incident's notifications in the order they were
+// decided: one is not claimed while an older one of the same incident to
+// the same channel is still pending or being sent, so that a "resolved"
+// due now never overtakes an "opened" waiting for its retry. The older
+// one's row is written first (its transaction committed before), so an
+// instance that sees the newer row sees the older too.
 func ClaimNotifications(db *gorm.DB, owner string, now time.Time, lease time.Duration, limit int) ([]IncidentNotification, error) {
 	now = now.UTC()
-	due := `(status = 'pending' AND next_at <= ?) OR (status = 'sending' AND lease_until <= ?)`
+	due := `((status = 'pending' AND next_at <= ?) OR (status = 'sending' AND lease_until <= ?)) AND NOT EXISTS (
+		SELECT 1 FROM incident_notifications o WHERE o.incident_id = incident_notifications.incident_id
+		AND o.channel = incident_notifications.channel AND o.id < incident_notifications.id AND o.status IN ('pending', 'sending'))`
 	lock := ""
 	if Dialect(db) == Postgres {
 		lock = " FOR UPDATE SKIP LOCKED"
@@ -30,6 +39,21 @@ func ClaimNotifications(db *gorm.DB, owner string, now time.Time, lease time.Dur
 		return nil, fmt.Errorf("claim due notifications: %w", err)
 	}
 	return out, nil
+}
+
+// SupersedeNotifications marks as superseded, never to be sent, the
+// pending notifications in state (the repeats, "still open") that a newer
+// notification of the same incident to the same channel replaces: when a
+// channel comes back after a while, it is told where the incident stands
+// now, not every repeat it missed. One being sent is left to its send.
+func SupersedeNotifications(db *gorm.DB, state string) error {
+	err := db.Exec(`UPDATE incident_notifications SET status = ? WHERE status = 'pending' AND state = ? AND EXISTS (
+		SELECT 1 FROM incident_notifications n WHERE n.incident_id = incident_notifications.incident_id
+		AND n.channel = incident_notifications.channel AND n.id > incident_notifications.id)`, NotificationSuperseded, state).Error
+	if err != nil {
+		return fmt.Errorf("mark superseded notifications: %w", err)
+	}
+	return nil
 }
 
 // NotificationOutcome is how one send of a claimed notification went.

@@ -33,6 +33,9 @@ const (
 	NotificationSending = "sending" // claimed, under a lease
 	NotificationSent    = "sent"
 	NotificationGaveUp  = "gave_up"
+	// NotificationSuperseded is a repeat not sent: a newer notification
+	// of its incident to its channel was queued before it could go.
+	NotificationSuperseded = "superseded"
 )
 
 // IncidentNotification is one state change (or repeat) of an incident to

@@ -74,7 +74,19 @@ func TestAlertsPageShowsOpenIncidentsFirstWithTheirNotifications(t *testing.T) {
 		require.Contains(t, body, "the receiver answered 503 Service Unavailable")
 		require.Contains(t, body, "Sent ")
 		require.Contains(t, body, "Over")
+		require.NotContains(t, body, "Not sent: a newer notification replaced it")
 		require.NotContains(t, body, `data-testid="acknowledge"`, "a viewer reads, and does not acknowledge")
+
+		// A repeat the channel missed, replaced by a newer notification.
+		repeated, err := models.RepeatIncident(db, open, b.clock.Now().Add(-10*time.Minute), models.IncidentChange{State: "still open",
+			Title: "crm has been paused for 85 minutes", Text: "x", Channels: []string{"ops"}, At: b.clock.Now()})
+		require.NoError(t, err)
+		require.True(t, repeated)
+		require.NoError(t, models.SupersedeNotifications(db, "still open")) // none newer yet
+		_, err = models.ResolveIncident(db, open, models.IncidentChange{State: "resolved", Title: "crm", Text: "x", Channels: []string{"ops"}, At: b.clock.Now()})
+		require.NoError(t, err)
+		require.NoError(t, models.SupersedeNotifications(db, "still open"))
+		require.Contains(t, viewer.get("/alerts").body, "Not sent: a newer notification replaced it")
 
 		r = viewer.post("/alerts", "/alerts/"+itoa(open)+"/acknowledge", nil)
 		require.Equal(t, http.StatusForbidden, r.status)

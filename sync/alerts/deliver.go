@@ -36,6 +36,11 @@ func backoff(tries int, r float64) time.Duration {
 // writes how each went. Each send has its own time limit: a receiver
 // that hangs costs one try, not the delivery.
 func (a *Alerts) Deliver(ctx context.Context) error {
+	// A repeat a newer notification replaces is not sent: a channel back
+	// after an hour down gets where the incident stands, not a burst.
+	if err := models.SupersedeNotifications(a.db.WithContext(ctx), string(notify.Repeated)); err != nil {
+		return err
+	}
 	// A full batch may have more behind it: a few more rounds, bounded so
 	// that the task's run ends.
 	for range 10 {

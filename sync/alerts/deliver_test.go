@@ -288,3 +288,69 @@ func TestAChannelsOwnTimeoutBoundsItsSends(t *testing.T) {
 		require.GreaterOrEqual(t, b.a.lease, 2*time.Second+30*time.Second, "a claim outlasts the channel's longest send")
 	})
 }
+
+// A channel gets an incident's notifications in the order they were
+// decided: a "resolved" due at once waits for the "opened" whose first
+// send failed, and goes after it.
+func TestAResolvedNeverOvertakesTheOpenedWaitingForItsRetry(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		fails := 1
+		b.rec.fail = func(notify.Message) error {
+			if fails > 0 {
+				fails--
+				return errors.New("dial tcp 127.0.0.1:9: connection refused")
+			}
+			return nil
+		}
+		openPause(t, b)
+		ctx := context.Background()
+		require.NoError(t, b.a.Deliver(ctx))
+		require.Empty(t, b.rec.messages(), "the first send failed")
+
+		_, err := models.Resume(db, "crm")
+		require.NoError(t, err)
+		b.step(t)
+		require.Empty(t, b.rec.messages(), "the resolved waits for the opened")
+		b.clock.Advance(5 * time.Second)
+		b.step(t)
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened, notify.Resolved}, b.states())
+	})
+}
+
+// A channel down for hours misses the repeats: once it is back it gets the
+// opening and where the incident stands now, not every repeat in a burst.
+func TestRepeatsANewerNotificationReplacesAreNotSent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{Repeat: time.Hour})
+		down := true
+		b.rec.fail = func(notify.Message) error {
+			if down {
+				return errors.New("503 Service Unavailable")
+			}
+			return nil
+		}
+		openPause(t, b)
+		for range 4 {
+			b.clock.Advance(time.Hour)
+			b.step(t)
+		}
+		down = false
+		b.clock.Advance(10 * time.Minute) // past the opened's backoff
+		b.step(t)
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened, notify.Repeated}, b.states(), "the latest repeat only")
+		require.Contains(t, b.rec.messages()[1].Title, "paused for 5 hours")
+
+		_, err := models.Resume(db, "crm")
+		require.NoError(t, err)
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened, notify.Repeated, notify.Resolved}, b.states())
+		var statuses []string
+		for _, n := range notifications(t, db) {
+			statuses = append(statuses, n.Status)
+		}
+		require.Equal(t, []string{"sent", "superseded", "superseded", "superseded", "sent", "sent"}, statuses)
+	})
+}
