@@ -55,11 +55,15 @@ func SamplesAsOf(db *gorm.DB, rule string, at time.Time) (map[string]AlertSample
 }
 
 // PruneSamples deletes rule's samples taken before keepFrom but the newest
-// of them per subject, which the next comparison may still need.
+// of them per subject, which the next comparison may still need; and those
+// older than the newest "" sample before keepFrom, which says every subject
+// not sampled with it had no count then (see the alerts' baseline), so a
+// subject no longer counted leaves no sample behind for ever.
 func PruneSamples(db *gorm.DB, rule string, keepFrom time.Time) error {
-	err := db.Exec(`DELETE FROM alert_samples WHERE rule = ? AND taken_at < ? AND taken_at < (
-		SELECT MAX(s.taken_at) FROM alert_samples s WHERE s.rule = alert_samples.rule AND s.subject = alert_samples.subject AND s.taken_at < ?)`,
-		rule, keepFrom.UTC(), keepFrom.UTC()).Error
+	err := db.Exec(`DELETE FROM alert_samples WHERE rule = ? AND taken_at < ? AND (taken_at < (
+		SELECT MAX(s.taken_at) FROM alert_samples s WHERE s.rule = alert_samples.rule AND s.subject = alert_samples.subject AND s.taken_at < ?)
+		OR taken_at < (SELECT MAX(m.taken_at) FROM alert_samples m WHERE m.rule = alert_samples.rule AND m.subject = '' AND m.taken_at < ?))`,
+		rule, keepFrom.UTC(), keepFrom.UTC(), keepFrom.UTC()).Error
 	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
 		return fmt.Errorf("prune alert samples of %s: %w", rule, err)
 	}

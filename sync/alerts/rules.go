@@ -120,12 +120,16 @@ func (a *Alerts) failedLinks(_ context.Context, db *gorm.DB, now time.Time) ([]f
 // baseline is the sample to compare subject's count with, as of at. Each
 // check also samples the subject "" at 0: every subject it did not sample
 // had no count then (no failed links, no refusals from the anchor's hour
-// on). So a subject whose own samples are all younger than at counts from
-// an older "" sample when there is one: from 0, not from its first count.
+// on). So a "" sample newer than the subject's own, both no newer than at,
+// says the count was 0 since: a subject that dropped to no count is no
+// longer sampled, and its last sample, however old, must not be the
+// baseline. And a subject whose own samples are all younger than at counts
+// from an older "" sample when there is one: from 0, not from its first
+// count.
 func baseline(before map[string]models.AlertSample, subject string, at time.Time) (models.AlertSample, bool) {
 	s, ok := before[subject]
 	m, marked := before[""]
-	if marked && (!ok || s.TakenAt.After(at) && m.TakenAt.Before(s.TakenAt)) {
+	if marked && (!ok || m.TakenAt.After(s.TakenAt) && !m.TakenAt.After(at) || s.TakenAt.After(at) && m.TakenAt.Before(s.TakenAt)) {
 		return m, true
 	}
 	return s, ok
@@ -210,7 +214,7 @@ func (a *Alerts) refusedWebhooks(_ context.Context, db *gorm.DB, now time.Time) 
 		}
 		if n := sumFrom(service, s.Anchor) - s.Value; n > r.Over {
 			out = append(out, finding{rule: RefusedWebhooks, subject: service, url: "/events?" + url.Values{"service": {service}}.Encode(),
-				title: fmt.Sprintf("%d webhooks from %s refused in %s", n, service, span(now.Sub(s.TakenAt))),
+				title: fmt.Sprintf("%d webhooks from %s refused in %s", n, service, span(r.Within)),
 				text: fmt.Sprintf("syncdesk refused webhooks from %s for their signature or timestamp, so their changes are not applied. "+
 					"Check that the webhook secret in syncdesk's settings matches the one %s signs with, and that its clock is right. "+
 					"The Events page shows the last refusal.", service, service)})

@@ -52,7 +52,7 @@ var ruleCases = []ruleCase{
 		clear: func(t *testing.T, b *bundle) {
 			require.NoError(t, b.db.Model(&models.Link{}).Where("1 = 1").Update("status", models.StatusSuccess).Error)
 		}},
-	{name: "webhooks refused", rule: RefusedWebhooks, subject: "stripe", title: "15 webhooks from stripe refused in 1 minute",
+	{name: "webhooks refused", rule: RefusedWebhooks, subject: "stripe", title: "15 webhooks from stripe refused in 5 minutes",
 		cause: func(t *testing.T, b *bundle) {
 			require.NoError(t, models.RecordRefusals(b.db, "stripe", models.RefusedSignature, 12, b.clock.Now(), "no secret matches"))
 			require.NoError(t, models.RecordRefusals(b.db, "stripe", models.RefusedTimestamp, 3, b.clock.Now(), "too old"))
@@ -313,4 +313,77 @@ func byService(counts []models.StatLinkCount) map[string]int64 {
 		out[c.Service] = c.N
 	}
 	return out
+}
+
+// A service whose failed links all went is no longer sampled; when they
+// rise again hours later, the rise counts from 0, not from its last
+// sample, and that old sample is pruned once a newer check says 0.
+func TestAFailedLinksRiseAfterADropToNoneCountsFromZero(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		addLinks(t, db, "crm", models.StatusFailed, 10, b.clock.Now())
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		b.step(t)
+		b.clock.Advance(time.Minute)
+		require.NoError(t, db.Model(&models.Link{}).Where("1 = 1").Update("status", models.StatusSuccess).Error)
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		for range 12 {
+			b.clock.Advance(5 * time.Minute)
+			b.step(t)
+		}
+		var kept []models.AlertSample
+		require.NoError(t, db.Where("rule = ? AND subject = 'crm'", FailedLinks).Find(&kept).Error)
+		require.Empty(t, kept, "no sample of crm left from before it dropped to none")
+
+		addLinks(t, db, "crm", models.StatusFailed, 25, b.clock.Now())
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		b.step(t)
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Len(t, open, 1, "a rise of 25 from none")
+		require.Equal(t, "Failed links of crm rose by 25 in 15 minutes", open[0].Title)
+	})
+}
+
+// The title of refused webhooks says the rule's window, not how old the
+// sample the count is taken from is.
+func TestRefusedWebhooksAreCountedInTheRulesWindow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		require.NoError(t, models.RecordRefusals(db, "stripe", models.RefusedSignature, 1, b.clock.Now(), "no secret matches"))
+		b.step(t)
+		b.clock.Advance(3*24*time.Hour - time.Minute)
+		b.step(t)
+		b.clock.Advance(30 * time.Second)
+		require.NoError(t, models.RecordRefusals(db, "stripe", models.RefusedSignature, 12, b.clock.Now(), "no secret matches"))
+		b.clock.Advance(30 * time.Second)
+		b.step(t)
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Len(t, open, 1)
+		require.Equal(t, "12 webhooks from stripe refused in 5 minutes", open[0].Title)
+	})
+}
+
+// The same before the old sample is pruned: a check after the drop
+// sampled no crm, and that is the baseline a window later.
+func TestAFailedLinksRiseSoonAfterADropToNoneCountsFromZero(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		addLinks(t, db, "crm", models.StatusFailed, 10, b.clock.Now())
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		b.step(t)
+		b.clock.Advance(time.Minute)
+		require.NoError(t, db.Model(&models.Link{}).Where("1 = 1").Update("status", models.StatusSuccess).Error)
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		b.step(t)
+		b.clock.Advance(16 * time.Minute)
+		addLinks(t, db, "crm", models.StatusFailed, 25, b.clock.Now())
+		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		b.step(t)
+		open, err := models.OpenIncidents(db)
+		require.NoError(t, err)
+		require.Len(t, open, 1, "a rise of 25 from none")
+		require.Equal(t, "Failed links of crm rose by 25 in 15 minutes", open[0].Title)
+	})
 }
