@@ -310,7 +310,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	alertRuns, err := alertTasks(db, cfg.Alerts, clk, log, reg, channels)
+	al, alertRuns, err := alertTasks(db, cfg.Alerts, clk, log, reg, channels)
 	if err != nil {
 		return nil, err
 	}
@@ -319,8 +319,9 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	if err != nil {
 		return nil, err
 	}
-	sched, err := schedule.New(append(append(tasks(db, cfg, clk, log, eng, rc, rec), alertRuns...), srcs.Tasks()...),
-		schedule.Options{DB: db, Clock: clk, Instance: eng.WorkerID(), Log: log, Redactor: r})
+	all := append(append(tasks(db, cfg, clk, log, eng, rc, rec), alertRuns...), srcs.Tasks()...)
+	al.SetTasks(taskNames(all))
+	sched, err := schedule.New(all, schedule.Options{DB: db, Clock: clk, Instance: eng.WorkerID(), Log: log, Redactor: r})
 	if err != nil {
 		_ = srcs.Close()
 		return nil, err
@@ -464,15 +465,24 @@ func tasks(db *gorm.DB, cfg config.Config, clk *clock.Anchored, log *slog.Logger
 // and delivers the notifications on every instance (each claimed by one),
 // to channels by name.
 func alertTasks(db *gorm.DB, cfg config.Alerts, clk clock.Clock, log *slog.Logger, reg prometheus.Registerer,
-	channels map[string]notify.Channel) ([]schedule.Task, error) {
+	channels map[string]notify.Channel) (*alerts.Alerts, []schedule.Task, error) {
 	a := alerts.New(db, cfg, channels, clk, log)
 	if err := a.RegisterMetrics(reg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return []schedule.Task{
+	return a, []schedule.Task{
 		{Name: "check-alerts", Every: cfg.WithDefaults().Every, Run: a.Check},
 		{Name: "deliver-alerts", Every: 5 * time.Second, EveryInstance: true, Run: a.Deliver},
 	}, nil
+}
+
+// taskNames are the names of ts, for the alerts' task_failing rule.
+func taskNames(ts []schedule.Task) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
 }
 
 // newLogger is the process log: every line goes through the redactor, and a

@@ -36,7 +36,8 @@ type Alerts struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	redactor *redact.Redactor
-	owner    string // this instance's claims
+	owner    string          // this instance's claims
+	tasks    map[string]bool // the scheduler's; nil: every task with a row
 
 	// The delivery's knobs; tests shorten them.
 	// sendTimeout bounds a send to a channel the configuration does not
@@ -70,6 +71,16 @@ func New(db *gorm.DB, cfg config.Alerts, channels map[string]notify.Channel, clk
 	return &Alerts{db: db, cfg: cfg.WithDefaults(), channels: channels, names: names, clock: clk, log: log, redactor: r,
 		owner: "alerts-" + randomHex(8), sendTimeout: config.DefaultChannelTimeout, lease: lease, maxTries: 10, batch: 20,
 		jitter: mrand.Float64}
+}
+
+// SetTasks names the tasks the scheduler runs, before the checks start:
+// task_failing leaves out the rows of tasks no longer configured, whose
+// failures in a row can never end (nothing runs them again).
+func (a *Alerts) SetTasks(names []string) {
+	a.tasks = make(map[string]bool, len(names))
+	for _, n := range names {
+		a.tasks[n] = true
+	}
 }
 
 func randomHex(n int) string {

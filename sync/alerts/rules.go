@@ -248,11 +248,14 @@ func (a *Alerts) failingTasks(_ context.Context, db *gorm.DB, _ time.Time) ([]fi
 	if err != nil {
 		return nil, err
 	}
-	out := make([]finding, len(tasks))
-	for i, t := range tasks {
-		out[i] = finding{rule: TaskFailing, subject: t.Name, url: "/schedules",
+	var out []finding
+	for _, t := range tasks {
+		if a.tasks != nil && !a.tasks[t.Name] {
+			continue // removed from the configuration: its incident resolves
+		}
+		out = append(out, finding{rule: TaskFailing, subject: t.Name, url: "/schedules",
 			title: fmt.Sprintf("The scheduled task %s failed %d times in a row", t.Name, t.Failures),
-			text:  fmt.Sprintf("Its last run said: %s. Fix the cause, then run it now on Schedules to check.", orWords(t.LastError, "no error kept"))}
+			text:  fmt.Sprintf("Its last run said: %s. Fix the cause, then run it now on Schedules to check.", orWords(t.LastError, "no error kept"))})
 	}
 	return out, nil
 }

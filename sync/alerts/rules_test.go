@@ -387,3 +387,24 @@ func TestAFailedLinksRiseSoonAfterADropToNoneCountsFromZero(t *testing.T) {
 		require.Equal(t, "Failed links of crm rose by 25 in 15 minutes", open[0].Title)
 	})
 }
+
+// A task removed from the configuration runs no more, so its failures in a
+// row never end: the scheduler's task names leave its row out, and its
+// incident resolves.
+func TestAFailingTaskNoLongerConfiguredResolves(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		require.NoError(t, models.RegisterTask(db, "import-legacy", b.clock.Now(), b.clock.Now()))
+		for range 3 {
+			finishTask(t, db, "import-legacy", "connection refused", b.clock.Now())
+		}
+		b.a.SetTasks([]string{"import-legacy", "prune-events"})
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened}, b.states())
+
+		b.a.SetTasks([]string{"prune-events"}) // a restart without it
+		b.clock.Advance(time.Minute)
+		b.step(t)
+		require.Equal(t, []notify.State{notify.Opened, notify.Resolved}, b.states())
+	})
+}
