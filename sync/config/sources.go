@@ -33,8 +33,8 @@ type Source struct {
 	// rows are records of Type.
 	Query string `yaml:"query"`
 	Type  string `yaml:"type"`
-	// RereadWindow is how far behind the newest updated_at seen the change
-	// query's cursor stays, for transactions that commit late.
+	// RereadWindow is how far behind the business database's clock the
+	// change query's cursor stays, for transactions that commit late.
 	RereadWindow time.Duration `yaml:"reread_window"`
 	// BatchSize is how many rows one transaction reads and stores.
 	BatchSize int `yaml:"batch_size"`

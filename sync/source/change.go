@@ -11,20 +11,21 @@ import (
 
 // changeReader reads a change query in (updated_at, id) order. A
 // transaction that commits late can hold a row whose updated_at is older
-// than rows already read, so the committed cursor stays reread_window
-// behind the newest updated_at seen: every drain starts again from it and
-// reads that window again (harmless: the engine stores a payload it has
-// already as no change). Within a drain, reading goes on from the last row
-// read, so that a drain always ends.
+// than rows already read, so the committed cursor moves only over rows
+// whose updated_at is reread_window older than the business database's
+// clock, read before the drain's first read: such a row's transaction (no
+// longer than the window) had committed before that read, so every row
+// before it has been read. The rows after the cursor are read again by the
+// next drain. The safe point is the database's clock, not the newest
+// updated_at read: one row stamped ahead of it (an application server
+// whose clock is fast) would otherwise move the cursor past rows whose
+// transactions are still open. Within a drain, reading goes on from the
+// last row read, so that a drain always ends.
 type changeReader struct {
-	s      *Source
-	cur    models.SourceCursor
-	scan   position // where the next read starts
-	newest time.Time
-	// pending is the keys this drain read that are not yet reread_window
-	// older than the newest, in order: the cursor may move to one only
-	// once it is, however many batches later.
-	pending []position
+	s    *Source
+	cur  models.SourceCursor
+	scan position   // where the next read starts
+	safe *time.Time // rows up to this updated_at have all committed
 }
 
 // position is a change query's key.
@@ -60,27 +61,27 @@ func (r *changeReader) committed() position {
 }
 
 func (r *changeReader) next(ctx context.Context) (batch, error) {
+	if r.safe == nil {
+		now, err := r.s.bizNow(ctx)
+		if err != nil {
+			return batch{}, fmt.Errorf("read the database's clock: %w", err)
+		}
+		safe := now.Add(-r.s.cfg.RereadWindow)
+		r.safe = &safe
+	}
 	rows, keys, err := r.s.readChanges(ctx, r.scan)
 	if err != nil {
 		return batch{}, err
 	}
 	b := batch{lastID: r.cur.LastID, lastAt: r.cur.LastAt, rows: rows}
-	if n := len(keys); n > 0 {
-		r.newest = keys[n-1].at
-	}
-	// The cursor moves to the last row read that is reread_window older
-	// than the newest: of this batch, or of an earlier one of this drain.
-	r.pending = append(r.pending, keys...)
-	safe := r.newest.Add(-r.s.cfg.RereadWindow)
-	i := 0
-	for i < len(r.pending) && !r.pending[i].at.After(safe) {
-		i++
-	}
-	if i > 0 {
-		cand := r.pending[i-1]
-		r.pending = r.pending[i:]
-		if cand.after(r.committed()) {
-			b.lastID, b.lastAt = cand.id, &cand.at
+	// Keys come in order: the cursor moves to the last one not after the
+	// safe point.
+	for _, k := range keys {
+		if k.at.After(*r.safe) {
+			break
+		}
+		if k.after(r.committed()) {
+			b.lastID, b.lastAt = k.id, &k.at
 		}
 	}
 	if n := len(keys); n > 0 {
@@ -89,6 +90,19 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 	b.caughtUp = len(rows) < r.s.cfg.BatchSize
 	b.stop = b.caughtUp
 	return b, nil
+}
+
+// bizNow reads the business database's clock, in UTC.
+func (s *Source) bizNow(ctx context.Context) (time.Time, error) {
+	q := "SELECT now()"
+	if s.cfg.Driver == "mysql" {
+		q = "SELECT UTC_TIMESTAMP(6)"
+	}
+	var now time.Time
+	if err := s.biz.QueryRowContext(ctx, q).Scan(&now); err != nil {
+		return time.Time{}, err
+	}
+	return now.UTC(), nil
 }
 
 // readChanges reads up to a batch of the change query's rows after p.

@@ -22,8 +22,8 @@ func TestSourceChangeQueryLateCommit(t *testing.T) {
 	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
 		b.createItems(t)
 		w := newWorld(t, db, nil)
-		t1 := time.Date(2026, 12, 6, 10, 0, 0, 123456000, time.UTC)
 		ctx := context.Background()
+		t1 := b.now(t).Add(-10 * time.Second).Truncate(time.Microsecond).Add(123 * time.Microsecond)
 		a, err := b.db.BeginTx(ctx, nil)
 		require.NoError(t, err)
 		defer func() { _ = a.Rollback() }()
@@ -50,17 +50,17 @@ func TestSourceChangeQueryLateCommit(t *testing.T) {
 }
 
 // A drain of several batches moves the cursor only to a row reread_window
-// older than the newest row read: rows an earlier batch read are no safer
-// for having been read first. Rows 10:00:00 to 10:00:04 in batches of 2,
-// a late commit at 10:00:02.5 → read by the next drain; the one row an hour
-// older is passed.
+// older than the business database's clock: rows an earlier batch read are
+// no safer for having been read first. Rows t0 to t0+4s (t0 ten seconds
+// ago) in batches of 2, a late commit at t0+2.5s → read by the next drain;
+// the one row an hour older is passed.
 func TestSourceChangeQueryLateCommitAcrossBatches(t *testing.T) {
 	t.Parallel()
 	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
 		b.createItems(t)
 		w := newWorld(t, db, nil)
 		ctx := context.Background()
-		t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+		t0 := b.now(t).Add(-10 * time.Second).Truncate(time.Second)
 		late, err := b.db.BeginTx(ctx, nil)
 		require.NoError(t, err)
 		defer func() { _ = late.Rollback() }()
@@ -75,13 +75,41 @@ func TestSourceChangeQueryLateCommitAcrossBatches(t *testing.T) {
 		require.NoError(t, s.Drain(ctx))
 		require.Len(t, records(t, db), 5)
 		c := cursor(t, db)
-		require.EqualValues(t, 10, c.LastID, "the cursor passes the row an hour older than the newest, and no other")
+		require.EqualValues(t, 10, c.LastID, "the cursor passes the row an hour old, and no other")
 		require.NotNil(t, c.LastAt)
 		require.True(t, c.LastAt.Equal(t0.Add(-time.Hour)), "cursor at %v", c.LastAt)
 
 		require.NoError(t, late.Commit())
 		require.NoError(t, s.Drain(ctx))
 		require.Equal(t, "late", records(t, db)["3"]["name"], "the late commit is read by the next drain")
+	})
+}
+
+// A row whose updated_at is ahead of the business database's clock (the
+// application server's clock is fast) does not move the safe point: the
+// cursor stays reread_window behind the database's clock, not behind the
+// newest updated_at, so a late commit inside the window is still read.
+func TestSourceChangeQueryRowFromTheFuture(t *testing.T) {
+	t.Parallel()
+	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
+		b.createItems(t)
+		w := newWorld(t, db, nil)
+		ctx := context.Background()
+		now := b.now(t)
+		late, err := b.db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		defer func() { _ = late.Rollback() }()
+		require.NoError(t, b.insertItem(ctx, late, 1, now.Add(-20*time.Second), `{"name": "late"}`))
+		require.NoError(t, b.insertItem(ctx, b.db, 2, now.Add(-10*time.Second), `{"name": "on time"}`))
+		require.NoError(t, b.insertItem(ctx, b.db, 3, now.Add(time.Hour), `{"name": "fast clock"}`))
+		s := w.source(t, b.changeSource(time.Minute, "shop"))
+		require.NoError(t, s.Drain(ctx))
+		require.Len(t, records(t, db), 2)
+
+		require.NoError(t, late.Commit())
+		require.NoError(t, s.Drain(ctx))
+		require.Equal(t, "late", records(t, db)["1"]["name"], "the late commit is read")
+		require.Nil(t, cursor(t, db).LastAt, "no row is a window older than the database's clock")
 	})
 }
 
@@ -109,6 +137,18 @@ func TestChangeCursorIsInUTC(t *testing.T) {
 	require.Equal(t, time.UTC, p.at.Location())
 	require.Equal(t, 10, p.at.Hour(), "the same instant, on UTC's clock")
 	require.True(t, p.at.Equal(at))
+}
+
+// now is the business database's clock, in UTC.
+func (b biz) now(t testing.TB) time.Time {
+	t.Helper()
+	q := "SELECT now()"
+	if b.driver == "mysql" {
+		q = "SELECT UTC_TIMESTAMP(6)"
+	}
+	var at time.Time
+	require.NoError(t, b.db.QueryRow(q).Scan(&at))
+	return at.UTC()
 }
 
 func (b biz) createItems(t testing.TB) {
