@@ -158,6 +158,31 @@ func ExistingRecords(db *gorm.DB, keys []RecordKey) (map[RecordKey]bool, error) 
 	return have, nil
 }
 
+// RecordHashes returns the content hash of each of keys that names a
+// record, live or deleted, in one query.
+func RecordHashes(db *gorm.DB, keys []RecordKey) (map[RecordKey]string, error) {
+	out := make(map[RecordKey]string, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	pairs := make([][]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = []any{k.LocalType, k.LocalID}
+	}
+	var found []struct {
+		RecordKey
+		ContentHash string
+	}
+	if err := db.Model(&Record{}).Select("local_type, local_id, content_hash").Where("(local_type, local_id) IN ?", pairs).
+		Scan(&found).Error; err != nil {
+		return nil, fmt.Errorf("read the hashes of %d records: %w", len(keys), err)
+	}
+	for _, f := range found {
+		out[f.RecordKey] = f.ContentHash
+	}
+	return out, nil
+}
+
 // RecordLinks returns every link of one record, by service.
 func RecordLinks(db *gorm.DB, localType, localID string) ([]Link, error) {
 	var out []Link

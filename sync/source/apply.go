@@ -21,6 +21,10 @@ type row struct {
 	payload []byte
 	del     bool
 	bad     string // why the row is refused before the engine sees it
+	// held: syncdesk holds this payload for the record already (a change
+	// query's row read again), so it is no change and the engine does not
+	// see it, even when the record was deleted since.
+	held bool
 }
 
 // batch is what one read found, and where it moves the cursor to.
@@ -88,6 +92,9 @@ func collapse(cfg config.Source, rows []row) (in []outbox.Incoming, from []row, 
 		r.typ = cfg.LocalType(r.typ)
 		if r.bad != "" {
 			refusals = append(refusals, fmt.Sprintf("row %d (%s %s): %s", r.pos, r.typ, r.id, r.bad))
+			continue
+		}
+		if r.held {
 			continue
 		}
 		rec := outbox.Incoming{Type: r.typ, ID: r.id, Payload: r.payload, Delete: r.del}

@@ -73,6 +73,9 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 	if err != nil {
 		return batch{}, err
 	}
+	if err := r.s.markHeld(ctx, rows); err != nil {
+		return batch{}, err
+	}
 	b := batch{lastID: r.cur.LastID, lastAt: r.cur.LastAt, rows: rows}
 	// Keys come in order: the cursor moves to the last one not after the
 	// safe point.
@@ -90,6 +93,37 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 	b.caughtUp = len(rows) < r.s.cfg.BatchSize
 	b.stop = b.caughtUp
 	return b, nil
+}
+
+// markHeld marks the rows whose payload syncdesk already holds for their
+// record, live or deleted. The window is read again by every poll, so such
+// a row is most often one stored before; were it handed to the engine, a
+// record deleted through the API since (a delete this mode never sees)
+// would come back to life and its objects be created again on every poll.
+// Only a row with another payload — a change not stored yet — brings a
+// deleted record back, as a write through the API does. The hashes are
+// read before the batch's transaction: a record deleted in between is
+// brought back only by such a changed row, a change as new as the delete.
+func (s *Source) markHeld(ctx context.Context, rows []row) error {
+	keys := make([]models.RecordKey, len(rows))
+	for i, r := range rows {
+		keys[i] = models.RecordKey{LocalType: s.cfg.LocalType(r.typ), LocalID: r.id}
+	}
+	have, err := models.RecordHashes(s.db.WithContext(ctx), keys)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		stored, ok := have[keys[i]]
+		if !ok {
+			continue
+		}
+		// A payload that is not an object has no hash: the engine refuses it.
+		if _, hash, err := models.CanonicalPayload(rows[i].payload); err == nil && hash == stored {
+			rows[i].held = true
+		}
+	}
+	return nil
 }
 
 // bizNow reads the business database's clock, in UTC.

@@ -113,6 +113,45 @@ func TestSourceChangeQueryRowFromTheFuture(t *testing.T) {
 	})
 }
 
+// A record deleted through the API stays deleted when the change query
+// reads its row again inside the window (the row is no newer than what was
+// stored): no link is queued for it. A change of the row afterwards (a new
+// payload) brings it back, as a write through the API would.
+func TestSourceChangeQueryRereadKeepsADelete(t *testing.T) {
+	t.Parallel()
+	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
+		b.createItems(t)
+		w := newWorld(t, db, nil)
+		ctx := context.Background()
+		require.NoError(t, b.insertItem(ctx, b.db, 42, b.now(t).Add(-5*time.Second), `{"name": "first"}`))
+		s := w.source(t, b.changeSource(time.Minute, "shop"))
+		require.NoError(t, s.Drain(ctx))
+		require.Contains(t, records(t, db), "42")
+
+		_, err := w.eng.Delete(ctx, "item", "42")
+		require.NoError(t, err)
+		before := links(t, db)
+		require.NotEmpty(t, before)
+		require.NoError(t, s.Drain(ctx))
+		require.NoError(t, s.Drain(ctx))
+		require.True(t, tombstones(t, db)["42"], "a re-read of the row does not undo the delete")
+		require.Equal(t, before, links(t, db), "no push is queued by a re-read")
+
+		require.NoError(t, b.updateItem(ctx, 42, b.now(t), `{"name": "second"}`))
+		require.NoError(t, s.Drain(ctx))
+		require.Equal(t, "second", records(t, db)["42"]["name"], "a change of the row brings the record back")
+		require.NotEqual(t, before, links(t, db), "and queues its push")
+	})
+}
+
+// links reads every link, in id order.
+func links(t testing.TB, db *gorm.DB) []models.Link {
+	t.Helper()
+	var out []models.Link
+	require.NoError(t, db.Order("id").Find(&out).Error)
+	return out
+}
+
 // A change query may end in a -- comment: the query syncdesk wraps around
 // it still ends where it should.
 func TestSourceChangeQueryEndingInAComment(t *testing.T) {
@@ -167,6 +206,15 @@ func (b biz) insertItem(ctx context.Context, q execer, id int64, at time.Time, d
 		stmt = "INSERT INTO items (id, updated_at, doc) VALUES (?, ?, ?)"
 	}
 	_, err := q.ExecContext(ctx, stmt, id, at, doc)
+	return err
+}
+
+func (b biz) updateItem(ctx context.Context, id int64, at time.Time, doc string) error {
+	stmt := "UPDATE items SET updated_at = $1, doc = $2 WHERE id = $3"
+	if b.driver == "mysql" {
+		stmt = "UPDATE items SET updated_at = ?, doc = ? WHERE id = ?"
+	}
+	_, err := b.db.ExecContext(ctx, stmt, at, doc, id)
 	return err
 }
 
