@@ -25,6 +25,10 @@ type row struct {
 	// query's row read again), so it is no change and the engine does not
 	// see it, even when the record was deleted since.
 	held bool
+	// again: the cursor does not pass this row (a change query's row
+	// inside the window), so it will be read again; its refusal is said
+	// when the cursor passes it, once.
+	again bool
 }
 
 // batch is what one read found, and where it moves the cursor to.
@@ -63,7 +67,7 @@ func (s *Source) apply(ctx context.Context, cur models.SourceCursor, b batch) er
 		r := from[i]
 		// A delete of a record syncdesk never stored (the application
 		// created and deleted it before a read saw it) has nothing to do.
-		if a.Refused != nil && !(r.del && errors.Is(a.Refused, models.ErrNotFound)) {
+		if a.Refused != nil && !r.again && !(r.del && errors.Is(a.Refused, models.ErrNotFound)) {
 			refusals = append(refusals, fmt.Sprintf("row %d (%s %s): %v", r.pos, r.typ, r.id, a.Refused))
 		}
 	}
@@ -91,7 +95,9 @@ func collapse(cfg config.Source, rows []row) (in []outbox.Incoming, from []row, 
 	for _, r := range rows {
 		r.typ = cfg.LocalType(r.typ)
 		if r.bad != "" {
-			refusals = append(refusals, fmt.Sprintf("row %d (%s %s): %s", r.pos, r.typ, r.id, r.bad))
+			if !r.again {
+				refusals = append(refusals, fmt.Sprintf("row %d (%s %s): %s", r.pos, r.typ, r.id, r.bad))
+			}
 			continue
 		}
 		if r.held {

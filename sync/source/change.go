@@ -78,10 +78,11 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 	}
 	b := batch{lastID: r.cur.LastID, lastAt: r.cur.LastAt, rows: rows}
 	// Keys come in order: the cursor moves to the last one not after the
-	// safe point.
-	for _, k := range keys {
+	// safe point, and the rows after it will be read again.
+	for i, k := range keys {
 		if k.at.After(*r.safe) {
-			break
+			rows[i].again = true
+			continue
 		}
 		if k.after(r.committed()) {
 			b.lastID, b.lastAt = k.id, &k.at

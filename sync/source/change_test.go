@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,6 +142,35 @@ func TestSourceChangeQueryRereadKeepsADelete(t *testing.T) {
 		require.NoError(t, s.Drain(ctx))
 		require.Equal(t, "second", records(t, db)["42"]["name"], "a change of the row brings the record back")
 		require.NotEqual(t, before, links(t, db), "and queues its push")
+	})
+}
+
+// A row refused (its payload is not an object) is counted and logged once,
+// however many polls read it again inside the window: when the cursor
+// passes it.
+func TestSourceChangeQueryRefusesARowOnce(t *testing.T) {
+	t.Parallel()
+	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
+		b.createItems(t)
+		w := newWorld(t, db, nil)
+		ctx := context.Background()
+		at := b.now(t)
+		require.NoError(t, b.insertItem(ctx, b.db, 7, at, `[1, 2]`))
+		const window = 2 * time.Second
+		s := w.source(t, b.changeSource(window, "shop"))
+		for range 3 {
+			require.NoError(t, s.Drain(ctx))
+		}
+		require.LessOrEqual(t, cursor(t, db).Refused, int64(1), "three reads inside the window")
+		time.Sleep(window - b.now(t).Sub(at) + 100*time.Millisecond) // past the window
+		for range 2 {
+			require.NoError(t, s.Drain(ctx))
+		}
+		c := cursor(t, db)
+		require.EqualValues(t, 1, c.Refused, "the row is counted once")
+		require.Contains(t, c.LastRefusal, "row 7")
+		require.EqualValues(t, 7, c.LastID, "the cursor has passed it")
+		require.Equal(t, 1, strings.Count(w.log.String(), "row refused"), "and logged once: %s", w.log.String())
 	})
 }
 
