@@ -87,3 +87,22 @@ func TestAWriteDuringADeleteIsPushedAgainAsACreate(t *testing.T) {
 		require.Equal(t, "i-g3", l.IdempotencyKey)
 	})
 }
+
+// RecordHashes names the stored hash of live and deleted records alike,
+// and leaves out keys of no record.
+func TestRecordHashesOfLiveAndDeletedRecords(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+		live, dead := models.RecordKey{LocalType: "order", LocalID: "1"}, models.RecordKey{LocalType: "order", LocalID: "2"}
+		v1, h1, _ := models.CanonicalPayload([]byte(`{"n": 1}`))
+		v2, h2, _ := models.CanonicalPayload([]byte(`{"n": 2}`))
+		_, err := models.UpsertRecords(db, []models.RecordWrite{{RecordKey: live, Payload: v1, Hash: h1}, {RecordKey: dead, Payload: v2, Hash: h2}}, now)
+		require.NoError(t, err)
+		_, err = models.TombstoneRecords(db, []models.RecordKey{dead}, now)
+		require.NoError(t, err)
+		got, err := models.RecordHashes(db, []models.RecordKey{live, dead, {LocalType: "order", LocalID: "3"}})
+		require.NoError(t, err)
+		require.Equal(t, map[models.RecordKey]string{live: h1, dead: h2}, got)
+	})
+}
