@@ -16,8 +16,8 @@ import (
 
 // A change query's transactions commit out of timestamp order: A takes
 // updated_at t1 and commits after B, which took t2 > t1 and was read
-// first. The cursor stays reread_window behind the newest seen, so A is
-// still read; with no window (the control) it is missed.
+// first. The cursor stays reread_window behind the business database's
+// clock, so A is still read; with no window (the control) it is missed.
 func TestSourceChangeQueryLateCommit(t *testing.T) {
 	t.Parallel()
 	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
@@ -45,7 +45,7 @@ func TestSourceChangeQueryLateCommit(t *testing.T) {
 		require.Equal(t, "late", records(t, db)["1"]["name"], "the late commit is read within the window")
 		c, err := models.GetSourceCursor(db, "shop")
 		require.NoError(t, err)
-		require.Nil(t, c.LastAt, "the cursor stays the window behind the newest row seen")
+		require.Nil(t, c.LastAt, "the cursor stays the window behind the database's clock")
 		require.EqualValues(t, 1+2, c.RowsRead, "B, then A and B again: rows inside the window are read again, harmlessly")
 	})
 }
