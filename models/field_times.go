@@ -1,9 +1,14 @@
 package models
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // A record's field times (migration 0033) say when each of its fields last
@@ -78,21 +83,77 @@ func decodeFieldTimes(s string) (map[string]string, error) {
 	return named, nil
 }
 
-// fieldTimesAfterUpsert is the SQL of records.field_times after the conflict
-// update of UpsertRecords: the fields the new payload (excluded) holds
-// otherwise than the old one — changed, added or removed — stamped with the
-// one parameter, the write's time. Computed in the statement, from the row
-// it locks, there is no read before the write and no race between the two,
-// and a new record (no conflict) pays nothing. Values are compared as JSON:
-// on SQLite by type and value (1 and 1.0 differ, as their payloads do), on
-// Postgres as jsonb (1 and 1.0 are one).
-func fieldTimesAfterUpsert(dialect string) string {
-	if dialect == Postgres {
-		return `(records.field_times::jsonb || COALESCE((SELECT jsonb_object_agg(COALESCE(n.key, o.key), ?::text)
-			FROM jsonb_each(excluded.payload::jsonb) n FULL JOIN jsonb_each(records.payload::jsonb) o ON o.key = n.key
-			WHERE n.value IS DISTINCT FROM o.value), '{}'::jsonb))::text`
+// storedRecord is what UpsertRecords reads of a record it may update.
+type storedRecord struct {
+	RecordKey
+	Payload, ContentHash, FieldTimes string
+	Deleted                          bool
+}
+
+// storedForUpsert reads the stored rows of the records a batch writes, in
+// the batch's transaction: SQLite's write lock (transactions begin
+// IMMEDIATE) or, on Postgres, the rows locked in key order, as the upsert
+// that follows locks them, keep them as read until it writes. A record
+// inserted by another batch meanwhile meets the upsert's conflict update
+// with no field times: its fields count as changed when that insert was.
+func storedForUpsert(tx *gorm.DB, sorted []RecordWrite) (map[RecordKey]storedRecord, error) {
+	out := make(map[RecordKey]storedRecord, len(sorted))
+	lock := ""
+	if Dialect(tx) == Postgres {
+		lock = " FOR UPDATE OF r"
 	}
-	return `json_patch(records.field_times, (SELECT json_group_object(COALESCE(n.key, o.key), ?)
-			FROM json_each(excluded.payload) n FULL JOIN json_each(records.payload) o ON o.key = n.key
-			WHERE n.type IS NOT o.type OR n.value IS NOT o.value))`
+	// A join of the keys as VALUES: each is one lookup of the unique index,
+	// whatever plan Postgres keeps for the statement (a generic plan of an
+	// IN list of parameters compares every row of a type with every id).
+	for chunk := range slices.Chunk(sorted, 500) {
+		var q strings.Builder
+		q.WriteString(`WITH k (local_type, local_id) AS (VALUES `)
+		args := make([]any, 0, 2*len(chunk))
+		for i, w := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?)")
+			args = append(args, w.LocalType, w.LocalID)
+		}
+		q.WriteString(`) SELECT r.local_type, r.local_id, r.payload, r.content_hash, r.field_times, r.deleted_at IS NOT NULL AS deleted
+			FROM records r JOIN k ON r.local_type = k.local_type AND r.local_id = k.local_id
+			ORDER BY r.local_type, r.local_id` + lock)
+		var rows []storedRecord
+		if err := tx.Raw(q.String(), args...).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("read %d records to write: %w", len(chunk), err)
+		}
+		for _, r := range rows {
+			out[r.RecordKey] = r
+		}
+	}
+	return out, nil
+}
+
+// fieldTimesAfter is the stored record's field times once payload replaces
+// its payload at now: the fields whose values differ — changed, added or
+// removed — stamped now. Both payloads are canonical, so a value is the
+// same exactly when its text is, nested objects and numbers alike; the
+// comparison is in Go, not in SQL, which on SQLite would pair every field
+// with every other and on Postgres refuse a payload holding \u0000.
+func fieldTimesAfter(stored storedRecord, payload string, now time.Time) (string, error) {
+	var before, after map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stored.Payload), &before); err != nil {
+		before = nil // a payload stored before payloads had to be objects: every field is new
+	}
+	if err := json.Unmarshal([]byte(payload), &after); err != nil {
+		return "", fmt.Errorf("the payload is not a JSON object: %w", err)
+	}
+	var fields []string
+	for f, v := range after {
+		if old, ok := before[f]; !ok || !bytes.Equal(old, v) {
+			fields = append(fields, f)
+		}
+	}
+	for f := range before {
+		if _, ok := after[f]; !ok {
+			fields = append(fields, f)
+		}
+	}
+	return stampFields(stored.FieldTimes, fields, now)
 }

@@ -113,3 +113,14 @@ func TestABatchNotesEachRecordsOwnFieldTimes(t *testing.T) {
 		require.Equal(t, map[string]time.Time{"a": t1}, fieldsAt(t, db, "3", "a"))
 	})
 }
+
+// A payload holding a NUL (\u0000, which JSON allows and Postgres's jsonb
+// refuses) is stored and changed like any other, its fields' times noted.
+func TestAPayloadWithANulIsChangedLikeAnyOther(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+		require.True(t, upsertOrder(t, db, `{"a":"x\u0000y","b":1}`, t0))
+		require.True(t, upsertOrder(t, db, `{"a":"x\u0000z","b":1}`, t0.Add(time.Minute)))
+		require.Equal(t, map[string]time.Time{"a": t0.Add(time.Minute), "b": t0}, fieldsAt(t, db, "1", "a", "b"))
+	})
+}

@@ -73,7 +73,8 @@ type RecordWrite struct {
 // RETURNING names only the rows inserted or updated: what changed is known
 // from the write itself, with no read before it and no race between the two.
 // The update also notes when the fields whose values it changed did
-// (fieldTimesAfterUpsert); an insert writes no field times.
+// (fieldTimesAfter, from the stored rows read first); an insert writes no
+// field times.
 // Rows go in key order so that two batches with keys in common lock them in
 // the same order and cannot deadlock on Postgres.
 func UpsertRecords(tx *gorm.DB, recs []RecordWrite, now time.Time) (map[RecordKey]bool, error) {
@@ -83,25 +84,33 @@ func UpsertRecords(tx *gorm.DB, recs []RecordWrite, now time.Time) (map[RecordKe
 	}
 	sorted := slices.Clone(recs)
 	slices.SortFunc(sorted, func(a, b RecordWrite) int { return a.RecordKey.compare(b.RecordKey) })
+	prior, err := storedForUpsert(tx, sorted)
+	if err != nil {
+		return nil, err
+	}
 	var sql strings.Builder
-	sql.WriteString("INSERT INTO records (local_type, local_id, payload, content_hash, created_at, updated_at) VALUES ")
-	args := make([]any, 0, 6*len(sorted)+1)
+	sql.WriteString("INSERT INTO records (local_type, local_id, payload, content_hash, field_times, created_at, updated_at) VALUES ")
+	args := make([]any, 0, 7*len(sorted))
 	for i, r := range sorted {
 		if i > 0 {
 			sql.WriteString(", ")
 		}
-		sql.WriteString("(?, ?, ?, ?, ?, ?)")
-		args = append(args, r.LocalType, r.LocalID, r.Payload, r.Hash, now, now)
+		times := "{}"
+		if p, ok := prior[r.RecordKey]; ok && (p.ContentHash != r.Hash || p.Deleted) {
+			if times, err = fieldTimesAfter(p, r.Payload, now); err != nil {
+				return nil, fmt.Errorf("record %s/%s: %w", r.LocalType, r.LocalID, err)
+			}
+		}
+		sql.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, r.LocalType, r.LocalID, r.Payload, r.Hash, times, now, now)
 	}
 	// Every SET reads the row as it was: field_times_since takes the
 	// updated_at before this write (see ChangeTimes).
 	sql.WriteString(` ON CONFLICT (local_type, local_id) DO UPDATE
 		SET payload = excluded.payload, content_hash = excluded.content_hash, updated_at = excluded.updated_at, deleted_at = NULL,
-			field_times = ` + fieldTimesAfterUpsert(Dialect(tx)) + `,
-			field_times_since = COALESCE(records.field_times_since, records.updated_at)
+			field_times = excluded.field_times, field_times_since = COALESCE(records.field_times_since, records.updated_at)
 		WHERE records.content_hash <> excluded.content_hash OR records.deleted_at IS NOT NULL
 		RETURNING local_type, local_id`)
-	args = append(args, now.UTC().Format(fieldTimeLayout))
 	var written []RecordKey
 	if err := tx.Raw(sql.String(), args...).Scan(&written).Error; err != nil {
 		if len(recs) == 1 {
