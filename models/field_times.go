@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -102,25 +101,17 @@ func storedForUpsert(tx *gorm.DB, sorted []RecordWrite) (map[RecordKey]storedRec
 	if Dialect(tx) == Postgres {
 		lock = " FOR UPDATE OF r"
 	}
-	// A join of the keys as VALUES: each is one lookup of the unique index,
-	// whatever plan Postgres keeps for the statement (a generic plan of an
-	// IN list of parameters compares every row of a type with every id).
-	for chunk := range slices.Chunk(sorted, 500) {
-		var q strings.Builder
-		q.WriteString(`WITH k (local_type, local_id) AS (VALUES `)
-		args := make([]any, 0, 2*len(chunk))
-		for i, w := range chunk {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?)")
-			args = append(args, w.LocalType, w.LocalID)
-		}
-		q.WriteString(`) SELECT r.local_type, r.local_id, r.payload, r.content_hash, r.field_times, r.deleted_at IS NOT NULL AS deleted
-			FROM records r JOIN k ON r.local_type = k.local_type AND r.local_id = k.local_id
-			ORDER BY r.local_type, r.local_id` + lock)
+	keys := make([]RecordKey, len(sorted))
+	for i, w := range sorted {
+		keys[i] = w.RecordKey
+	}
+	for chunk := range slices.Chunk(keys, keysChunk) {
+		with, args := keysTable(chunk)
 		var rows []storedRecord
-		if err := tx.Raw(q.String(), args...).Scan(&rows).Error; err != nil {
+		err := tx.Raw(with+` SELECT r.local_type, r.local_id, r.payload, r.content_hash, r.field_times, r.deleted_at IS NOT NULL AS deleted
+			FROM records r JOIN k ON r.local_type = k.local_type AND r.local_id = k.local_id
+			ORDER BY r.local_type, r.local_id`+lock, args...).Scan(&rows).Error
+		if err != nil {
 			return nil, fmt.Errorf("read %d records to write: %w", len(chunk), err)
 		}
 		for _, r := range rows {

@@ -146,50 +146,66 @@ func (k RecordKey) compare(o RecordKey) int {
 	return cmp.Or(strings.Compare(k.LocalType, o.LocalType), strings.Compare(k.LocalID, o.LocalID))
 }
 
-// ExistingRecords reports which of keys name a record, in one query.
+// ExistingRecords reports which of keys name a record.
 func ExistingRecords(db *gorm.DB, keys []RecordKey) (map[RecordKey]bool, error) {
 	have := make(map[RecordKey]bool, len(keys))
-	if len(keys) == 0 {
-		return have, nil
-	}
-	pairs := make([][]any, len(keys))
-	for i, k := range keys {
-		pairs[i] = []any{k.LocalType, k.LocalID}
-	}
-	var found []RecordKey
-	if err := db.Model(&Record{}).Select("local_type, local_id").Where("(local_type, local_id) IN ?", pairs).
-		Scan(&found).Error; err != nil {
-		return nil, fmt.Errorf("look up %d records: %w", len(keys), err)
-	}
-	for _, k := range found {
-		have[k] = true
+	for chunk := range slices.Chunk(keys, keysChunk) {
+		with, args := keysTable(chunk)
+		var found []RecordKey
+		if err := db.Raw(with+` SELECT r.local_type, r.local_id FROM records r
+			JOIN k ON r.local_type = k.local_type AND r.local_id = k.local_id`, args...).Scan(&found).Error; err != nil {
+			return nil, fmt.Errorf("look up %d records: %w", len(chunk), err)
+		}
+		for _, k := range found {
+			have[k] = true
+		}
 	}
 	return have, nil
 }
 
 // RecordHashes returns the content hash of each of keys that names a
-// record, live or deleted, in one query.
+// record, live or deleted.
 func RecordHashes(db *gorm.DB, keys []RecordKey) (map[RecordKey]string, error) {
 	out := make(map[RecordKey]string, len(keys))
-	if len(keys) == 0 {
-		return out, nil
-	}
-	pairs := make([][]any, len(keys))
-	for i, k := range keys {
-		pairs[i] = []any{k.LocalType, k.LocalID}
-	}
-	var found []struct {
-		RecordKey
-		ContentHash string
-	}
-	if err := db.Model(&Record{}).Select("local_type, local_id, content_hash").Where("(local_type, local_id) IN ?", pairs).
-		Scan(&found).Error; err != nil {
-		return nil, fmt.Errorf("read the hashes of %d records: %w", len(keys), err)
-	}
-	for _, f := range found {
-		out[f.RecordKey] = f.ContentHash
+	for chunk := range slices.Chunk(keys, keysChunk) {
+		with, args := keysTable(chunk)
+		var found []struct {
+			RecordKey
+			ContentHash string
+		}
+		if err := db.Raw(with+` SELECT r.local_type, r.local_id, r.content_hash FROM records r
+			JOIN k ON r.local_type = k.local_type AND r.local_id = k.local_id`, args...).Scan(&found).Error; err != nil {
+			return nil, fmt.Errorf("read the hashes of %d records: %w", len(chunk), err)
+		}
+		for _, f := range found {
+			out[f.RecordKey] = f.ContentHash
+		}
 	}
 	return out, nil
+}
+
+// keysChunk is how many record keys one statement names: two parameters
+// each, well within SQLite's and Postgres's bounds.
+const keysChunk = 500
+
+// keysTable is a WITH clause naming keys as the table k (local_type,
+// local_id), and its arguments. Joined to records, each key is one lookup
+// of the unique index, whatever plan Postgres keeps for the statement: a
+// generic plan of an IN list of parameters compares every row of a type
+// with every key (half a second for 1,000 keys among 20,000 records).
+func keysTable(keys []RecordKey) (string, []any) {
+	var q strings.Builder
+	q.WriteString("WITH k (local_type, local_id) AS (VALUES ")
+	args := make([]any, 0, 2*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+		args = append(args, k.LocalType, k.LocalID)
+	}
+	q.WriteString(")")
+	return q.String(), args
 }
 
 // RecordLinks returns every link of one record, by service.
