@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -90,33 +89,28 @@ type storedRecord struct {
 }
 
 // storedForUpsert reads the stored rows of the records a batch writes, in
-// the batch's transaction: SQLite's write lock (transactions begin
-// IMMEDIATE) or, on Postgres, the rows locked in key order, as the upsert
-// that follows locks them, keep them as read until it writes. A record
-// inserted by another batch meanwhile meets the upsert's conflict update
-// with no field times: its fields count as changed when that insert was.
+// one statement, in the batch's transaction. On SQLite the write lock
+// (transactions begin IMMEDIATE) keeps them as read until the upsert. On
+// Postgres they are not locked: the upsert locks its rows in its own order,
+// and a lock here, taken in the database's collation order, would deadlock
+// two batches against each other. A record another batch writes between
+// the two statements has its fields' times noted from the payload read —
+// at worst a field counts as changed a moment early or late.
 func storedForUpsert(tx *gorm.DB, sorted []RecordWrite) (map[RecordKey]storedRecord, error) {
-	out := make(map[RecordKey]storedRecord, len(sorted))
-	lock := ""
-	if Dialect(tx) == Postgres {
-		lock = " FOR UPDATE OF r"
-	}
 	keys := make([]RecordKey, len(sorted))
 	for i, w := range sorted {
 		keys[i] = w.RecordKey
 	}
-	for chunk := range slices.Chunk(keys, keysChunk) {
-		with, args := keysTable(chunk)
-		var rows []storedRecord
-		err := tx.Raw(with+` SELECT r.local_type, r.local_id, r.payload, r.content_hash, r.field_times, r.deleted_at IS NOT NULL AS deleted
-			FROM records r JOIN k ON r.local_type = k.local_type AND r.local_id = k.local_id
-			ORDER BY r.local_type, r.local_id`+lock, args...).Scan(&rows).Error
-		if err != nil {
-			return nil, fmt.Errorf("read %d records to write: %w", len(chunk), err)
-		}
-		for _, r := range rows {
-			out[r.RecordKey] = r
-		}
+	out := make(map[RecordKey]storedRecord, len(keys))
+	with, args := keysTable(keys)
+	var rows []storedRecord
+	err := tx.Raw(with+` SELECT r.local_type, r.local_id, r.payload, r.content_hash, r.field_times, r.deleted_at IS NOT NULL AS deleted
+		FROM records r JOIN k ON r.local_type = k.local_type AND r.local_id = k.local_id`, args...).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read %d records to write: %w", len(keys), err)
+	}
+	for _, r := range rows {
+		out[r.RecordKey] = r
 	}
 	return out, nil
 }

@@ -84,10 +84,12 @@ type Applied struct {
 // changes nothing. A delete (Incoming.Delete) marks its record deleted and
 // queues its links: see Delete.
 //
-// It costs two statements inside the transaction when the changed records
-// have up to 1,000 links between them: a multi-row upsert of the records that
-// returns the keys that changed, and a multi-row upsert of those records'
-// links (none when nothing changed; one statement per 1,000 links).
+// It costs three statements inside the transaction when the changed
+// records have up to 1,000 links between them: a read of the records
+// stored (an update notes which of their fields it changes), a multi-row
+// upsert of the records that returns the keys that changed, and a
+// multi-row upsert of those records' links (none when nothing changed;
+// one statement per 1,000 links).
 func (e *Engine) UpsertBatch(ctx context.Context, batch []Incoming) ([]Applied, error) {
 	return e.ApplyBatch(ctx, batch, nil)
 }
