@@ -93,6 +93,31 @@ func TestIdleAndAbsoluteTimeouts(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, c.get("/").status, "a session must end at its absolute timeout, however active")
 }
 
+// A tab left open keeps asking for its page's news, and the session still
+// ends once its person has not used it for the idle timeout: a poll is no
+// activity, a click is.
+func TestPollsDoNotKeepAnIdleSessionAlive(t *testing.T) {
+	t.Parallel()
+	b := setupSQLite(t)
+	c := b.signedIn("ana@example.com", models.RoleViewer)
+	poll := http.Header{"Hx-Request": {"true"}, "Hx-Target": {"live"}}
+	for _, step := range []time.Duration{time.Minute, b.cfg.Session.IdleTimeout / 2, b.cfg.Session.IdleTimeout/2 - 2*time.Minute} {
+		b.clock.Advance(step)
+		r := c.do(http.MethodGet, "/", nil, poll)
+		require.Contains(t, []int{http.StatusOK, http.StatusNoContent}, r.status, "the session is still within its idle timeout")
+	}
+	b.clock.Advance(2 * time.Minute)
+	r := c.do(http.MethodGet, "/", nil, poll)
+	require.Equal(t, http.StatusUnauthorized, r.status, "polls alone kept the session alive")
+	require.True(t, strings.HasPrefix(r.header.Get("HX-Redirect"), "/login"), "the page goes to the sign-in page")
+
+	c = b.signedIn("bo@example.com", models.RoleViewer)
+	b.clock.Advance(b.cfg.Session.IdleTimeout - time.Minute)
+	require.Equal(t, http.StatusOK, c.get("/links").status, "a page opened by a person is activity")
+	b.clock.Advance(b.cfg.Session.IdleTimeout - time.Minute)
+	require.Equal(t, http.StatusOK, c.get("/").status)
+}
+
 // The session cookie's lifetime is counted on the browser's clock, not
 // read from syncdesk's (the database's): a browser whose clock is a year
 // ahead stays signed in, where an Expires date from syncdesk's clock would

@@ -128,8 +128,12 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 		case err != nil:
 			return fmt.Errorf("load session: %w", err)
 		}
-		// Record activity at most once a minute: reading pages should not write.
-		if now.Sub(sess.LastSeenAt) > time.Minute {
+		// Record activity at most once a minute: reading pages should not
+		// write. A page asking for itself again (htmx's GETs here are its
+		// polls) is no activity of a person's: a tab left open does not
+		// keep its session from ending when idle.
+		poll := c.Request().Method == http.MethodGet && c.Request().Header.Get("HX-Request") == "true"
+		if !poll && now.Sub(sess.LastSeenAt) > time.Minute {
 			if err := models.TouchSession(s.requestDB(c), sess.ID, now); err != nil {
 				s.log.Warn("touch session", "err", err)
 			}
