@@ -43,6 +43,8 @@ type Source struct {
 	// GapTimeout is how long a missing outbox id is waited for (a
 	// transaction that took it may commit late) before it is skipped.
 	GapTimeout time.Duration `yaml:"gap_timeout"`
+
+	otherMode []string // settings given that belong to the other mode (applyDefaults)
 }
 
 // OutboxColumns are the outbox table's column names; Op "none" means the
@@ -118,6 +120,22 @@ func (s Source) Secrets() []string {
 }
 
 func (s *Source) applyDefaults() {
+	// A setting of the other mode would be taken and do nothing: noted
+	// here, before the defaults fill them, for validate to refuse.
+	s.otherMode = nil
+	if s.Query != "" {
+		if len(s.Types) > 0 {
+			s.otherMode = append(s.otherMode, "types")
+		}
+		if s.Columns != (OutboxColumns{}) {
+			s.otherMode = append(s.otherMode, "columns")
+		}
+		if s.GapTimeout != 0 {
+			s.otherMode = append(s.otherMode, "gap_timeout")
+		}
+	} else if s.RereadWindow != 0 {
+		s.otherMode = append(s.otherMode, "reread_window")
+	}
 	if s.BatchSize == 0 {
 		s.BatchSize = DefaultSourceBatch
 	}
@@ -155,6 +173,13 @@ func (s Source) validate(name string, services map[string]Service) []error {
 		bad("", "a source name is lower-case letters, digits, - and _ (got %q)", name)
 	}
 	s.validateDSN(bad)
+	for _, setting := range s.otherMode {
+		if s.Query != "" {
+			bad(setting, "is for an outbox table (table:); a change query does not use it")
+		} else {
+			bad(setting, "is for a change query (query:); an outbox table does not use it")
+		}
+	}
 	switch {
 	case (s.Table == "") == (s.Query == ""):
 		bad("table", "give either table (an outbox table) or query (a change query), not both nor neither")
@@ -172,7 +197,7 @@ func (s Source) validate(name string, services map[string]Service) []error {
 		}
 	}
 	if s.RereadWindow < 0 {
-		bad("reread_window", "must be a duration of 0 or more such as 1m, got %v", s.RereadWindow)
+		bad("reread_window", "must be a positive duration such as 1m (unset or 0: 1m), got %v", s.RereadWindow)
 	}
 	return errs
 }
