@@ -97,11 +97,12 @@ func (a *Alerts) Check(ctx context.Context) error {
 	db := a.db.WithContext(ctx)
 	now := a.clock.Now()
 	found := map[string]finding{}
-	unread := map[string]bool{}
+	unread, off := map[string]bool{}, map[string]bool{}
 	var errs []error
 	for _, r := range a.rules() {
 		if r.off {
-			continue // its open incidents resolve: nobody is told of them any more
+			off[r.name] = true // its open incidents resolve: nobody is told of them any more
+			continue
 		}
 		fs, err := r.eval(ctx, db, now)
 		if err != nil {
@@ -127,7 +128,7 @@ func (a *Alerts) Check(ctx context.Context) error {
 		case !unread[inc.Rule] && !inc.OpenedAt.After(now):
 			// An incident opened after this check began was opened on
 			// fresher reads than this check's (another instance's check).
-			errs = append(errs, a.resolve(db, inc, now))
+			errs = append(errs, a.resolve(db, inc, now, off[inc.Rule]))
 		}
 	}
 	for _, f := range found {
@@ -167,9 +168,15 @@ func (a *Alerts) repeat(db *gorm.DB, inc models.Incident, f finding, now time.Ti
 	return err
 }
 
-func (a *Alerts) resolve(db *gorm.DB, inc models.Incident, now time.Time) error {
+// resolve closes an incident whose condition cleared, or whose rule was
+// turned off (ruleOff), which says nothing of whether the problem is over.
+func (a *Alerts) resolve(db *gorm.DB, inc models.Incident, now time.Time, ruleOff bool) error {
 	text := fmt.Sprintf("This cleared at %s UTC, %s after it began. Nothing more to do for it.",
 		now.UTC().Format("2006-01-02 15:04"), span(now.Sub(inc.OpenedAt)))
+	if ruleOff {
+		text = fmt.Sprintf("Its alert rule was turned off at %s UTC, %s after this began: it is no longer watched, "+
+			"and whether the problem is over was not checked.", now.UTC().Format("2006-01-02 15:04"), span(now.Sub(inc.OpenedAt)))
+	}
 	resolved, err := models.ResolveIncident(db, inc.ID,
 		models.IncidentChange{State: string(notify.Resolved), Title: inc.Title, Text: text, Channels: a.names, At: now})
 	if resolved {

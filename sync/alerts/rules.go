@@ -162,7 +162,7 @@ func (a *Alerts) stuckQueues(_ context.Context, db *gorm.DB, now time.Time) ([]f
 		out[i] = finding{rule: StuckQueue, subject: s.Service, url: "/services",
 			title: fmt.Sprintf("Links to %s have waited %s to be sent", s.Service, span(now.Sub(s.Since))),
 			text: fmt.Sprintf("The oldest link due to %s has waited since %s UTC and nothing sends it. "+
-				"Check on Schedules that the send task runs, and on Services whether %s is rate-limited or slow.",
+				"Check on Services whether %s is paused, rate-limited or slow; an admin sees on Schedules whether the send task runs.",
 				s.Service, s.Since.UTC().Format("2006-01-02 15:04"), s.Service)}
 	}
 	return out, nil
@@ -255,7 +255,7 @@ func (a *Alerts) failingTasks(_ context.Context, db *gorm.DB, _ time.Time) ([]fi
 		}
 		out = append(out, finding{rule: TaskFailing, subject: t.Name, url: "/schedules",
 			title: fmt.Sprintf("The scheduled task %s failed %d times in a row", t.Name, t.Failures),
-			text:  fmt.Sprintf("Its last run said: %s. Fix the cause, then run it now on Schedules to check.", orWords(t.LastError, "no error kept"))})
+			text:  fmt.Sprintf("Its last run said: %s. Fix the cause; then an admin runs it now on Schedules to check.", orWords(t.LastError, "no error kept"))})
 	}
 	return out, nil
 }

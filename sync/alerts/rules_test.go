@@ -16,6 +16,7 @@ import (
 
 type ruleCase struct {
 	name, rule, subject, title string
+	text                       string // what the text says, where a case checks it
 	cause, clear               func(t *testing.T, b *bundle)
 }
 
@@ -46,6 +47,8 @@ var ruleCases = []ruleCase{
 		},
 		clear: func(t *testing.T, b *bundle) { b.clock.Advance(16 * time.Minute) }},
 	{name: "stuck queue", rule: StuckQueue, subject: "erp", title: "Links to erp have waited 20 minutes to be sent",
+		// Operators read it too, in mail and chat: Schedules is an admin's page.
+		text: "Check on Services whether erp is paused, rate-limited or slow; an admin sees on Schedules whether the send task runs.",
 		cause: func(t *testing.T, b *bundle) {
 			addLinks(t, b.db, "erp", models.StatusRetry, 3, b.clock.Now().Add(-20*time.Minute))
 		},
@@ -78,6 +81,7 @@ var ruleCases = []ruleCase{
 			require.NoError(t, b.db.Model(&models.Discrepancy{}).Where("1 = 1").Update("resolution", "dismissed").Error)
 		}},
 	{name: "task failing", rule: TaskFailing, subject: "prune-events", title: "The scheduled task prune-events failed 3 times in a row",
+		text: "Fix the cause; then an admin runs it now on Schedules to check.",
 		cause: func(t *testing.T, b *bundle) {
 			require.NoError(t, models.RegisterTask(b.db, "prune-events", b.clock.Now(), b.clock.Now()))
 			for range 3 {
@@ -101,6 +105,7 @@ func TestEachRuleFiresOnceRepeatsAndResolves(t *testing.T) {
 				m := msgs[0]
 				require.Contains(t, m.Title, tc.title)
 				require.NotEmpty(t, m.Text)
+				require.Contains(t, m.Text, tc.text)
 				require.Contains(t, m.URL, "https://desk.example.com/")
 				require.Equal(t, incident, m.Incident)
 				require.Equal(t, msgs[0].Incident, msgs[2].Incident)
@@ -196,7 +201,8 @@ func TestAPausedServicesLinksAreNoStuckQueue(t *testing.T) {
 	})
 }
 
-// A rule turned off tells nobody of its incidents any more: they resolve.
+// A rule turned off tells nobody of its incidents any more: they resolve,
+// saying so, not that the problem cleared.
 func TestARuleTurnedOffResolvesItsIncidents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db, config.Alerts{})
@@ -207,6 +213,10 @@ func TestARuleTurnedOffResolvesItsIncidents(t *testing.T) {
 		require.NoError(t, off.Check(context.Background()))
 		require.NoError(t, off.Deliver(context.Background()))
 		require.Equal(t, []notify.State{notify.Opened, notify.Resolved}, b.states())
+		last := b.rec.messages()[1]
+		require.Contains(t, last.Text, "Its alert rule was turned off at ")
+		require.Contains(t, last.Text, "whether the problem is over was not checked")
+		require.NotContains(t, last.Text, "Nothing more to do")
 	})
 }
 
