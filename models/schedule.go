@@ -121,13 +121,19 @@ type TaskRun struct {
 	Instance      string
 	Started, Done time.Time
 	Error         string // "" for a success
+	// Stopped: our own stop cut the run short. It says nothing of the
+	// task: its failures in a row stay as they were.
+	Stopped bool
 }
 
 // FinishTask records a run's outcome and frees the task, if the claim is
 // still the task's; false when it is not (its lease ran out mid-run).
 func FinishTask(db *gorm.DB, name, token string, r TaskRun) (bool, error) {
 	failures := gorm.Expr("0")
-	if r.Error != "" {
+	switch {
+	case r.Stopped:
+		failures = gorm.Expr("failures")
+	case r.Error != "":
 		failures = gorm.Expr("failures + 1")
 	}
 	res := db.Model(&ScheduledTask{}).Where("name = ? AND run_token = ?", name, token).Updates(map[string]any{

@@ -339,7 +339,10 @@ func TestStopEndsRunNowRuns(t *testing.T) {
 	require.ErrorIs(t, <-b.ctxErr, context.Canceled)
 	st := state(t, s, "prune-attempts")
 	require.False(t, st.Running, "a run cut short frees its task")
-	require.Equal(t, "context canceled", st.LastError)
+	require.Equal(t, "stopped before it ended: syncdesk was stopping", st.LastError)
+	var row models.ScheduledTask
+	require.NoError(t, db.Where("name = ?", "prune-attempts").Take(&row).Error)
+	require.Zero(t, row.Failures, "a stop is no failure of the task's")
 }
 
 // A task whose row was deleted by hand gets it back at the next tick, and

@@ -111,7 +111,13 @@ func (s *Scheduler) runClaimed(t Task, c models.TaskClaim) {
 	<-renewing
 	done := s.opts.Clock.Now()
 	s.ran(t.Name, done.Sub(c.Now), err)
-	s.finish(c, models.TaskRun{Instance: s.opts.Instance, Started: c.Now, Done: done, Error: s.errorText(err)})
+	run := models.TaskRun{Instance: s.opts.Instance, Started: c.Now, Done: done, Error: s.errorText(err)}
+	if err != nil && s.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// A rolling restart is no failure of the task's: three of them must
+		// not raise "failed 3 times in a row".
+		run.Stopped, run.Error = true, "stopped before it ended: syncdesk was stopping"
+	}
+	s.finish(c, run)
 }
 
 // keepLease renews a run's lease every third of it until ctx ends. A claim
