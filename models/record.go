@@ -238,18 +238,16 @@ func TombstoneRecords(tx *gorm.DB, keys []RecordKey, now time.Time) (map[RecordK
 	}
 	sorted := slices.Clone(keys)
 	slices.SortFunc(sorted, RecordKey.compare)
-	pairs := make([][]any, len(sorted))
-	for i, k := range sorted {
-		pairs[i] = []any{k.LocalType, k.LocalID}
-	}
 	lock := ""
 	if Dialect(tx) == Postgres {
-		lock = " ORDER BY local_type, local_id FOR UPDATE"
+		lock = " ORDER BY r.local_type, r.local_id FOR UPDATE OF r"
 	}
+	with, args := keysTable(sorted)
 	var done []RecordKey
-	err := tx.Raw(`UPDATE records SET deleted_at = ?, updated_at = ?, field_times_since = COALESCE(field_times_since, updated_at)
-		WHERE deleted_at IS NULL AND id IN (SELECT id FROM records WHERE (local_type, local_id) IN ? AND deleted_at IS NULL`+lock+`)
-		RETURNING local_type, local_id`, now, now, pairs).Scan(&done).Error
+	err := tx.Raw(with+` UPDATE records SET deleted_at = ?, updated_at = ?, field_times_since = COALESCE(field_times_since, updated_at)
+		WHERE deleted_at IS NULL AND id IN (SELECT r.id FROM records r JOIN k ON r.local_type = k.local_type AND r.local_id = k.local_id
+			WHERE r.deleted_at IS NULL`+lock+`)
+		RETURNING local_type, local_id`, append(args, now, now)...).Scan(&done).Error
 	if err != nil {
 		return nil, fmt.Errorf("delete %d records: %w", len(keys), err)
 	}
