@@ -79,4 +79,7 @@ func TestSyncAnswerPollsOnceEvenWhenTheSendHasEnded(t *testing.T) {
 	require.NotContains(t, render(LinkStatusAnswer(p, synced, false, false, false)), "hx-trigger", "a poll's own answer stops when the sync has ended")
 	p.Paused = []PausedService{{Name: "crm"}}
 	require.NotContains(t, render(LinkStatusAnswer(p, LinkRow{ID: 1, Service: "crm", Status: "new"}, false, true, false)), "hx-trigger")
+	// The link's own page asks every 5 s while it waits for the resume: a
+	// resume made on another page shows there.
+	require.Contains(t, render(LinkPageStatusCell(p, LinkRow{ID: 1, Service: "crm", Status: "new"})), `hx-trigger="every 5s, live"`)
 }
