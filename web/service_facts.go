@@ -24,6 +24,9 @@ func describeService(name string, svc config.Service) views.ServiceCard {
 	card := views.ServiceCard{Name: name, Kind: kindWords(svc), BaseURL: displayURL(svc.BaseURL),
 		Timeout: shortDuration(svc.Timeout), Retry: retryWords(svc.Retry), ProbeEvery: shortDuration(svc.Breaker.ProbeEvery),
 		Auth: authWords(svc.Auth), RateLimit: rateWords(svc.RateLimit)}
+	if svc.Breaker.Off {
+		card.ProbeEvery = "" // nothing tests the provider: an automatic pause from before is lifted by hand
+	}
 	for _, typ := range slices.Sorted(maps.Keys(svc.Objects)) {
 		o := svc.Objects[typ]
 		g := svc.Guarantee(typ)

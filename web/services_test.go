@@ -212,6 +212,26 @@ func TestPauseAndResumeFromTheServicesPage(t *testing.T) {
 	})
 }
 
+// A service its breaker paused before the breaker was turned off in the
+// configuration is tested by nothing: the page says to resume it by hand,
+// not that it resumes by itself.
+func TestAnAutomaticPauseWhoseBreakerIsOffNowSaysToResumeByHand(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		crm := b.cfg.Services["crm"]
+		crm.Breaker.Off = true
+		b.cfg.Services["crm"] = crm
+		op := b.signedIn("olga@example.com", models.RoleOperator)
+		_, _, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: models.AutomaticPauser, PausedAt: b.clock.Now(),
+			Reason: "paused automatically: 20 calls in a row answered 503"})
+		require.NoError(t, err)
+
+		page := op.get("/services").body
+		require.Contains(t, page, "Its breaker has been turned off since, so nothing tests crm: resume it by hand once it answers again.")
+		require.NotContains(t, page, "sending resumes by itself")
+	})
+}
+
 // A service its breaker paused says so, and that it resumes by itself; an
 // operator can keep it paused, which makes the pause theirs.
 func TestAnAutomaticPauseSaysSoAndCanBeKeptByHand(t *testing.T) {
