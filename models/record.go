@@ -71,10 +71,10 @@ type RecordWrite struct {
 //
 // The WHERE on the conflict update makes an unchanged payload a no-op, and
 // RETURNING names only the rows inserted or updated: what changed is known
-// from the write itself, with no read before it and no race between the two.
-// The update also notes when the fields whose values it changed did
-// (fieldTimesAfter, from the stored rows read first); an insert writes no
-// field times.
+// from the write itself. The update also notes when the fields whose values
+// it changed did (fieldTimesAfter), from the stored rows read first
+// (storedForUpsert, which says what that read may miss); an insert writes
+// no field times.
 // Rows go in key order so that two batches with keys in common lock them in
 // the same order and cannot deadlock on Postgres.
 func UpsertRecords(tx *gorm.DB, recs []RecordWrite, now time.Time) (map[RecordKey]bool, error) {
@@ -146,19 +146,15 @@ func (k RecordKey) compare(o RecordKey) int {
 	return cmp.Or(strings.Compare(k.LocalType, o.LocalType), strings.Compare(k.LocalID, o.LocalID))
 }
 
-// ExistingRecords reports which of keys name a record.
+// ExistingRecords reports which of keys name a record, live or deleted.
 func ExistingRecords(db *gorm.DB, keys []RecordKey) (map[RecordKey]bool, error) {
-	have := make(map[RecordKey]bool, len(keys))
-	for chunk := range slices.Chunk(keys, keysChunk) {
-		with, args := keysTable(chunk)
-		var found []RecordKey
-		if err := db.Raw(with+` SELECT r.local_type, r.local_id FROM records r
-			JOIN k ON r.local_type = k.local_type AND r.local_id = k.local_id`, args...).Scan(&found).Error; err != nil {
-			return nil, fmt.Errorf("look up %d records: %w", len(chunk), err)
-		}
-		for _, k := range found {
-			have[k] = true
-		}
+	hashes, err := RecordHashes(db, keys)
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[RecordKey]bool, len(hashes))
+	for k := range hashes {
+		have[k] = true
 	}
 	return have, nil
 }

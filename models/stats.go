@@ -199,13 +199,12 @@ type InProgressCounts struct {
 func InProgressRows(db *gorm.DB, now time.Time, limit int) (rows []InProgress, n InProgressCounts, err error) {
 	paused := db.Model(&ServicePause{}).Select("service")
 	live := func() *gorm.DB { return db.Table("(?) AS s", liveSyncs(db, now)) }
-	if err := live().Where("external_service NOT IN (?)", paused).Count(&n.Live).Error; err != nil {
-		return nil, n, err
-	}
-	if err := live().Where("external_service NOT IN (?) AND holder = ?", paused, RequestHolder).Count(&n.Waiting).Error; err != nil {
-		return nil, n, err
-	}
-	if err := live().Where("external_service IN (?)", paused).Count(&n.Held).Error; err != nil {
+	// The three counts in one pass over the syncs under way.
+	err = live().Select(`COALESCE(SUM(CASE WHEN external_service NOT IN (?) THEN 1 ELSE 0 END), 0) AS live,
+		COALESCE(SUM(CASE WHEN external_service NOT IN (?) AND holder = ? THEN 1 ELSE 0 END), 0) AS waiting,
+		COALESCE(SUM(CASE WHEN external_service IN (?) THEN 1 ELSE 0 END), 0) AS held`,
+		paused, paused, RequestHolder, paused).Scan(&n).Error
+	if err != nil {
 		return nil, n, err
 	}
 	return rows, n, live().Where("external_service NOT IN (?)", paused).Order("started_at").Limit(limit).Find(&rows).Error
