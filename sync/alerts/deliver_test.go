@@ -56,14 +56,7 @@ func notifications(t *testing.T, db *gorm.DB) []models.IncidentNotification {
 func TestAFailingChannelIsRetriedWithBackoff(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db, config.Alerts{})
-		fails := 2
-		b.rec.fail = func(notify.Message) error {
-			if fails > 0 {
-				fails--
-				return errors.New("dial tcp 127.0.0.1:9: connection refused")
-			}
-			return nil
-		}
+		b.rec.failFirst(2)
 		openPause(t, b)
 		ctx := context.Background()
 		require.NoError(t, b.a.Deliver(ctx))
@@ -295,14 +288,7 @@ func TestAChannelsOwnTimeoutBoundsItsSends(t *testing.T) {
 func TestAResolvedNeverOvertakesTheOpenedWaitingForItsRetry(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db, config.Alerts{})
-		fails := 1
-		b.rec.fail = func(notify.Message) error {
-			if fails > 0 {
-				fails--
-				return errors.New("dial tcp 127.0.0.1:9: connection refused")
-			}
-			return nil
-		}
+		b.rec.failFirst(1)
 		openPause(t, b)
 		ctx := context.Background()
 		require.NoError(t, b.a.Deliver(ctx))

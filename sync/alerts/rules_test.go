@@ -331,12 +331,7 @@ func byService(counts []models.StatLinkCount) map[string]int64 {
 func TestAFailedLinksRiseAfterADropToNoneCountsFromZero(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db, config.Alerts{})
-		addLinks(t, db, "crm", models.StatusFailed, 10, b.clock.Now())
-		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
-		b.step(t)
-		b.clock.Advance(time.Minute)
-		require.NoError(t, db.Model(&models.Link{}).Where("1 = 1").Update("status", models.StatusSuccess).Error)
-		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		dropFailedToNone(t, b, db)
 		for range 12 {
 			b.clock.Advance(5 * time.Minute)
 			b.step(t)
@@ -345,14 +340,33 @@ func TestAFailedLinksRiseAfterADropToNoneCountsFromZero(t *testing.T) {
 		require.NoError(t, db.Where("rule = ? AND subject = 'crm'", FailedLinks).Find(&kept).Error)
 		require.Empty(t, kept, "no sample of crm left from before it dropped to none")
 
-		addLinks(t, db, "crm", models.StatusFailed, 25, b.clock.Now())
-		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
-		b.step(t)
-		open, err := models.OpenIncidents(db)
-		require.NoError(t, err)
-		require.Len(t, open, 1, "a rise of 25 from none")
-		require.Equal(t, "Failed links of crm rose by 25 in 15 minutes", open[0].Title)
+		requireRiseOf25FromNone(t, b, db)
 	})
+}
+
+// dropFailedToNone gives crm 10 failed links, samples them, then fixes
+// them all a minute later: crm drops out of the counts.
+func dropFailedToNone(t *testing.T, b *bundle, db *gorm.DB) {
+	t.Helper()
+	addLinks(t, db, "crm", models.StatusFailed, 10, b.clock.Now())
+	require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+	b.step(t)
+	b.clock.Advance(time.Minute)
+	require.NoError(t, db.Model(&models.Link{}).Where("1 = 1").Update("status", models.StatusSuccess).Error)
+	require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+}
+
+// requireRiseOf25FromNone gives crm 25 failed links at once and requires
+// the one incident of a rise counted from none.
+func requireRiseOf25FromNone(t *testing.T, b *bundle, db *gorm.DB) {
+	t.Helper()
+	addLinks(t, db, "crm", models.StatusFailed, 25, b.clock.Now())
+	require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+	b.step(t)
+	open, err := models.OpenIncidents(db)
+	require.NoError(t, err)
+	require.Len(t, open, 1, "a rise of 25 from none")
+	require.Equal(t, "Failed links of crm rose by 25 in 15 minutes", open[0].Title)
 }
 
 // The title of refused webhooks says the rule's window, not how old the
@@ -380,21 +394,10 @@ func TestRefusedWebhooksAreCountedInTheRulesWindow(t *testing.T) {
 func TestAFailedLinksRiseSoonAfterADropToNoneCountsFromZero(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db, config.Alerts{})
-		addLinks(t, db, "crm", models.StatusFailed, 10, b.clock.Now())
-		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
-		b.step(t)
-		b.clock.Advance(time.Minute)
-		require.NoError(t, db.Model(&models.Link{}).Where("1 = 1").Update("status", models.StatusSuccess).Error)
-		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
+		dropFailedToNone(t, b, db)
 		b.step(t)
 		b.clock.Advance(16 * time.Minute)
-		addLinks(t, db, "crm", models.StatusFailed, 25, b.clock.Now())
-		require.NoError(t, models.RefreshLinkCounts(db, b.clock.Now()))
-		b.step(t)
-		open, err := models.OpenIncidents(db)
-		require.NoError(t, err)
-		require.Len(t, open, 1, "a rise of 25 from none")
-		require.Equal(t, "Failed links of crm rose by 25 in 15 minutes", open[0].Title)
+		requireRiseOf25FromNone(t, b, db)
 	})
 }
 

@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -42,6 +43,20 @@ func (r *recorder) Send(ctx context.Context, m notify.Message) error {
 	defer r.mu.Unlock()
 	r.sent = append(r.sent, m)
 	return nil
+}
+
+// failFirst makes the first n sends fail as a receiver that refuses the
+// connection does.
+func (r *recorder) failFirst(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = func(notify.Message) error {
+		if n > 0 {
+			n--
+			return errors.New("dial tcp 127.0.0.1:9: connection refused")
+		}
+		return nil
+	}
 }
 
 func (r *recorder) messages() []notify.Message {
