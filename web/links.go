@@ -153,7 +153,14 @@ func (s *Server) showLink(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	causes, err := s.roundCauses(c, l, attempts)
+	rec, err := models.RecordByKey(s.requestDB(c), l.LocalType, l.LocalID)
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		rec = nil
+	case err != nil:
+		return err
+	}
+	causes, err := s.roundCauses(c, l, rec, attempts)
 	if err != nil {
 		return err
 	}
@@ -164,7 +171,7 @@ func (s *Server) showLink(c echo.Context) error {
 	v.Guard, v.Guarded = g.Words, g.Safe
 	v.Unknown = l.ExternalID == "" && l.Status != models.StatusSuccess &&
 		len(v.Attempts) > 0 && v.Attempts[0].Outcome == string(models.OutcomeAmbiguous)
-	if rec, err := models.RecordByKey(s.requestDB(c), l.LocalType, l.LocalID); err == nil {
+	if rec != nil {
 		v.Payload = s.prettyRedacted(rec.Payload)
 		v.RecordDeletedAt = rec.DeletedAt
 	}

@@ -571,6 +571,42 @@ func TestLinkPageNumbersAttemptsAcrossRounds(t *testing.T) {
 	})
 }
 
+// A round that began because the record changed after a failure (its data
+// fixed through the API, or a webhook of another service changing it) says
+// so: nobody retried it, and "retried" sent support looking for who did.
+func TestLinkPageSaysARoundAfterAFailureBeganWithTheRecordsChange(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		b.crm.SetOptions(sandbox.Options{RateValidation: 1})
+		ctx := context.Background()
+		_, err := b.eng.Upsert(ctx, "order", "1", []byte(`{"title":"Order 1"}`))
+		require.NoError(t, err)
+		require.NoError(t, b.eng.Drain(ctx))
+		links, _ := models.RecordLinks(db, "order", "1")
+		require.Equal(t, models.StatusFailed, links[0].Status, "refused for its data")
+		b.crm.SetOptions(sandbox.Options{})
+		b.clock.Advance(time.Minute)
+		_, err = b.eng.Upsert(ctx, "order", "1", []byte(`{"title":"Order 1, fixed"}`))
+		require.NoError(t, err)
+		require.NoError(t, b.eng.Drain(ctx))
+		c := b.signedIn("vic@example.com", models.RoleViewer)
+
+		text := pageText(c.get(fmt.Sprintf("/links/%d", links[0].ID)).body)
+		require.Contains(t, text, "Round 2 — began")
+		require.Contains(t, text, "· the record changed")
+		require.NotContains(t, text, "· retried")
+
+		b.clock.Advance(time.Minute)
+		_, err = b.eng.Delete(ctx, "order", "1")
+		require.NoError(t, err)
+		require.NoError(t, b.eng.Drain(ctx))
+		text = pageText(c.get(fmt.Sprintf("/links/%d", links[0].ID)).body)
+		require.Contains(t, text, "Round 3 — began 12:02:00")
+		require.Contains(t, text, "· the record was deleted")
+	})
+}
+
 // The failed page's example names a record and leads to its link, instead
 // of repeating the error beside the group; a viewer is told who can retry.
 func TestFailedPageNamesAnExampleRecord(t *testing.T) {

@@ -34,8 +34,9 @@ type roundTrace struct {
 
 // roundCauses says, for each attempt (oldest first) that begins a round
 // after another, why it began, from the traces the link's history leaves
-// in the audit log, the reconciliation runs and the webhook events.
-func (s *Server) roundCauses(c echo.Context, l *models.Link, attempts []models.Attempt) (map[int]string, error) {
+// in the audit log, the reconciliation runs and the webhook events, and
+// from the record's last change (rec, nil when there is none).
+func (s *Server) roundCauses(c echo.Context, l *models.Link, rec *models.Record, attempts []models.Attempt) (map[int]string, error) {
 	var starts []int
 	for i := 1; i < len(attempts); i++ {
 		if attempts[i].Number != attempts[i-1].Number+1 {
@@ -49,6 +50,7 @@ func (s *Server) roundCauses(c echo.Context, l *models.Link, attempts []models.A
 	if err != nil {
 		return nil, err
 	}
+	traces = append(traces, recordTraces(rec)...)
 	out := map[int]string{}
 	for _, i := range starts {
 		out[i] = roundWhy(attempts[i-1], attempts[i], traces)
@@ -98,6 +100,21 @@ func (s *Server) linkTraces(c echo.Context, l *models.Link, attempts []models.At
 		}
 	}
 	return traces, nil
+}
+
+// recordTraces is the record's last change, or its deletion. A change
+// after a failure starts a round of its own (the new version is sent with
+// fresh attempts), which nothing else traces: no button, fix or webhook
+// about this link. Only the last change is kept, so only the round it
+// began can be told apart from a retry of the same data.
+func recordTraces(rec *models.Record) []roundTrace {
+	if rec == nil {
+		return nil
+	}
+	if rec.DeletedAt != nil { // its last change
+		return []roundTrace{{at: *rec.DeletedAt, why: func(models.Attempt) string { return "the record was deleted" }}}
+	}
+	return []roundTrace{{at: rec.UpdatedAt, why: func(models.Attempt) string { return "the record changed" }}}
 }
 
 // roundWhy is the last trace between the attempt before the round and the
