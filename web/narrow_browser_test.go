@@ -186,6 +186,22 @@ func TestBrowserEveryPageFitsTheScreen(t *testing.T) {
 			require.LessOrEqual(t, hidden, 0.0, "at %d px %s's %s scrolls inside its card by %v px", width, c.path, c.table, hidden)
 		}
 	}
+	// A run's kinds: on a phone only those it found anything of are cards
+	// (six lines each), the others named in one line; on a desk all seven
+	// rows explain what each kind means.
+	kindsShown := `(() => [...document.querySelectorAll('[data-testid="run-kinds"] tbody tr')].filter(r => r.offsetParent !== null).length + " " +
+		(document.querySelector('[data-testid="kinds-nothing-found"]').offsetParent !== null))()`
+	for width, want := range map[int64]string{360: "2 true", 1366: "7 false"} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(width, 800),
+			chromedp.Navigate(fmt.Sprintf("%s/reconcile/%d", d.srv.URL, report)), chromedp.WaitVisible("main")))
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](kindsShown))
+		require.NoError(t, err)
+		require.Equal(t, want, got, "at %d px: kinds shown as rows, and whether the line naming the others shows", width)
+	}
+	note, err := chromedp.Run(ctx, chromedp.TextContent(testid("kinds-nothing-found")))
+	require.NoError(t, err)
+	require.Equal(t, "Nothing found of the other kinds: Not linked here; Fields differ; Never sent; Failed, but it arrived; Deleted here, still there.", note)
+
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 800), chromedp.Navigate(d.srv.URL+"/links"), chromedp.WaitVisible(testid("links-table"))))
 	header, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelector('[data-testid="links-table"] thead').getBoundingClientRect().height`))
 	require.NoError(t, err)
