@@ -28,6 +28,11 @@ type SourceCursor struct {
 	PausedBy    string
 	PausedAt    *time.Time
 	PauseReason string
+	// ReadMode and ReadFrom are what the cursor was made for: "table" and
+	// the outbox table's name, or "query" and the change query's text;
+	// empty until a start gives them (rows made before they existed).
+	ReadMode string
+	ReadFrom string
 }
 
 // TableName is the source_cursors table.
@@ -44,6 +49,23 @@ func (c SourceCursor) Paused() bool { return c.PausedBy != "" }
 // that went well.
 func (c SourceCursor) Failing() bool {
 	return c.FailedAt != nil && (c.ReadAt == nil || c.FailedAt.After(*c.ReadAt))
+}
+
+// Moved reports whether the cursor has passed any row: a cursor that has
+// not may read another table or query without skipping a row of it.
+func (c SourceCursor) Moved() bool { return c.LastID != 0 || c.LastAt != nil }
+
+// SetSourceIdentity records what a source's cursor is made for, if it is
+// still at version; false when another instance moved it meanwhile. The
+// version is bumped, so that a batch read under the identity before
+// cannot commit after it (AdvanceSourceCursor's compare-and-set).
+func SetSourceIdentity(db *gorm.DB, source string, version int64, mode, from string) (bool, error) {
+	res := db.Model(&SourceCursor{}).Where("source = ? AND version = ?", source, version).
+		Updates(map[string]any{"version": version + 1, "read_mode": mode, "read_from": from})
+	if res.Error != nil {
+		return false, fmt.Errorf("record what the cursor of source %s reads: %w", source, res.Error)
+	}
+	return res.RowsAffected == 1, nil
 }
 
 // EnsureSourceCursor gives a source its row, at the start of its data;

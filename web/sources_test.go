@@ -72,6 +72,9 @@ func setupSources(t *testing.T, db *gorm.DB) *bundle {
 func TestSourcesOnTheServicesPage(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setupSources(t, db)
+		// The cursor of a source taken out of the configuration (renamed
+		// to read a new table from its start) is kept, and not shown.
+		require.NoError(t, models.EnsureSourceCursor(db, "old-shop"))
 		b.clock.Advance(time.Minute)
 		r := b.signedIn("root@example.com", models.RoleAdmin).get("/services")
 		require.Equal(t, http.StatusOK, r.status, r.body)
@@ -86,6 +89,7 @@ func TestSourcesOnTheServicesPage(t *testing.T) {
 		require.Contains(t, legacy, "Failing")
 		require.Contains(t, legacy, `data-testid="source-error-legacy"`)
 		require.Contains(t, legacy, "127.0.0.1:1", "the error says what failed")
+		require.NotContains(t, r.body, "old-shop", "a source no longer configured has no card")
 		require.NotContains(t, r.body, sourcePassword, "a DSN's password reached the page")
 		require.NotContains(t, r.body, "SYNCDESK_TEST_SHOP_DSN")
 	})

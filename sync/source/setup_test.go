@@ -67,13 +67,17 @@ func newBiz(t testing.TB, driver string) biz {
 var _ = stdlib.GetDefaultDriver // the "pgx" driver the business pools use
 
 // createOutbox makes the outbox table README gives the application.
-func (b biz) createOutbox(t testing.TB) {
+func (b biz) createOutbox(t testing.TB) { b.createOutboxNamed(t, "syncdesk_outbox") }
+
+// createOutboxNamed makes an outbox table of README's shape named table,
+// its ids counted from 1.
+func (b biz) createOutboxNamed(t testing.TB, table string) {
 	t.Helper()
-	ddl := `CREATE TABLE syncdesk_outbox (
+	ddl := `CREATE TABLE ` + table + ` (
 	  id BIGSERIAL PRIMARY KEY, type TEXT NOT NULL, local_id TEXT NOT NULL,
 	  payload JSONB, op TEXT NOT NULL DEFAULT 'upsert', created_at TIMESTAMPTZ NOT NULL DEFAULT now())`
 	if b.driver == "mysql" {
-		ddl = `CREATE TABLE syncdesk_outbox (
+		ddl = `CREATE TABLE ` + table + ` (
 		  id BIGINT AUTO_INCREMENT PRIMARY KEY, type VARCHAR(64) NOT NULL, local_id VARCHAR(128) NOT NULL,
 		  payload JSON, op VARCHAR(16) NOT NULL DEFAULT 'upsert', created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))`
 	}
@@ -88,9 +92,14 @@ type execer interface {
 
 // insert is the application writing one outbox row.
 func (b biz) insert(ctx context.Context, q execer, typ, id, payload, op string) error {
-	stmt := "INSERT INTO syncdesk_outbox (type, local_id, payload, op) VALUES ($1, $2, $3, $4)"
+	return b.insertInto(ctx, q, "syncdesk_outbox", typ, id, payload, op)
+}
+
+// insertInto writes one row to the outbox table named table.
+func (b biz) insertInto(ctx context.Context, q execer, table, typ, id, payload, op string) error {
+	stmt := "INSERT INTO " + table + " (type, local_id, payload, op) VALUES ($1, $2, $3, $4)"
 	if b.driver == "mysql" {
-		stmt = "INSERT INTO syncdesk_outbox (type, local_id, payload, op) VALUES (?, ?, ?, ?)"
+		stmt = "INSERT INTO " + table + " (type, local_id, payload, op) VALUES (?, ?, ?, ?)"
 	}
 	var p any = payload
 	if payload == "" {

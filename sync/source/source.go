@@ -51,7 +51,8 @@ type Source struct {
 }
 
 // New opens a source (the business database's pool, which connects only
-// when first used) and gives it its cursor row.
+// when first used) and gives it its cursor row; a cursor that has read
+// another table or query under this name stops it, naming the setting.
 func New(ctx context.Context, name string, cfg config.Source, db *gorm.DB, eng *outbox.Engine, opts Options) (*Source, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
@@ -67,11 +68,16 @@ func New(ctx context.Context, name string, cfg config.Source, db *gorm.DB, eng *
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
+	s := &Source{name: name, cfg: cfg, biz: biz, db: db, engine: eng, opts: opts}
 	if err := models.EnsureSourceCursor(db.WithContext(ctx), name); err != nil {
 		_ = biz.Close()
 		return nil, err
 	}
-	return &Source{name: name, cfg: cfg, biz: biz, db: db, engine: eng, opts: opts}, nil
+	if _, err := s.claim(ctx); err != nil {
+		_ = biz.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // open makes the business database's pool. Times are read and sent in
@@ -149,7 +155,9 @@ func (s *Source) Drain(ctx context.Context) error {
 const maxErrorText = 2000
 
 func (s *Source) drain(ctx context.Context) error {
-	cur, err := models.GetSourceCursor(s.db.WithContext(ctx), s.name)
+	// Claimed again on every drain: another instance, configured otherwise,
+	// may have given a fresh cursor its own table or query since the start.
+	cur, err := s.claim(ctx)
 	if err != nil || cur.Paused() {
 		return err
 	}
