@@ -43,6 +43,10 @@ type Source struct {
 	// GapTimeout is how long a missing outbox id is waited for (a
 	// transaction that took it may commit late) before it is skipped.
 	GapTimeout time.Duration `yaml:"gap_timeout"`
+	// ReadTimeout bounds each read of the business database: a read that
+	// hangs (a lock, a slow plan) is abandoned, said as the source's last
+	// error, and tried again at the next poll.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
 
 	otherMode []string // settings given that belong to the other mode (applyDefaults)
 }
@@ -64,6 +68,7 @@ const NoOp = "none"
 const (
 	DefaultSourceBatch = 500
 	MaxSourceBatch     = 1000 // outbox.MaxBatch: one batch is one ApplyBatch
+	DefaultReadTimeout = time.Minute
 )
 
 // OutboxMode reports whether the source reads an outbox table (else a change query).
@@ -145,6 +150,9 @@ func (s *Source) applyDefaults() {
 	if s.GapTimeout == 0 {
 		s.GapTimeout = 30 * time.Second
 	}
+	if s.ReadTimeout == 0 {
+		s.ReadTimeout = DefaultReadTimeout
+	}
 	if s.Query != "" && s.RereadWindow == 0 {
 		s.RereadWindow = time.Minute
 	}
@@ -191,7 +199,7 @@ func (s Source) validate(name string, services map[string]Service) []error {
 	if s.BatchSize < 1 || s.BatchSize > MaxSourceBatch {
 		bad("batch_size", "must be 1 to %d, got %d", MaxSourceBatch, s.BatchSize)
 	}
-	for setting, d := range map[string]time.Duration{"poll": s.Poll, "gap_timeout": s.GapTimeout} {
+	for setting, d := range map[string]time.Duration{"poll": s.Poll, "gap_timeout": s.GapTimeout, "read_timeout": s.ReadTimeout} {
 		if d <= 0 {
 			bad(setting, "must be a positive duration such as 1s, got %v", d)
 		}

@@ -23,6 +23,7 @@ func TestSourceDefaults(t *testing.T) {
 	require.Equal(t, DefaultSourceBatch, s.BatchSize)
 	require.Equal(t, time.Second, s.Poll)
 	require.Equal(t, 30*time.Second, s.GapTimeout)
+	require.Equal(t, time.Minute, s.ReadTimeout)
 	require.Equal(t, "postgres://shop:pw@127.0.0.1/shop", s.ExpandedDSN())
 	require.Equal(t, "postgres 127.0.0.1:5432/shop", s.Where(), "no credentials")
 
@@ -49,6 +50,7 @@ func TestBadSourceNamesTheSetting(t *testing.T) {
 		{pg + "table: t\nbatch_size: 5000", "setting sources.shop.batch_size: must be 1 to 1000"},
 		{pg + "table: t\npoll: -1s", "setting sources.shop.poll"},
 		{pg + "table: t\ngap_timeout: -1s", "setting sources.shop.gap_timeout"},
+		{pg + "table: t\nread_timeout: -5s", "setting sources.shop.read_timeout: must be a positive duration such as 1s, got -5s"},
 		{pg + "table: t\ntype: order", "setting sources.shop.type: is for a change query"},
 		{pg + "query: DELETE FROM orders\ntype: order", "setting sources.shop.query: must be one SELECT"},
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders", "setting sources.shop.type: a change query's rows need"},

@@ -128,7 +128,9 @@ func (s *Source) markHeld(ctx context.Context, rows []row) error {
 }
 
 // bizNow reads the business database's clock, in UTC.
-func (s *Source) bizNow(ctx context.Context) (time.Time, error) {
+func (s *Source) bizNow(ctx context.Context) (_ time.Time, err error) {
+	ctx, done := s.deadline(ctx)
+	defer func() { err = done(err) }()
 	q := "SELECT now()"
 	if s.cfg.Driver == "mysql" {
 		q = "SELECT UTC_TIMESTAMP(6)"
@@ -141,7 +143,9 @@ func (s *Source) bizNow(ctx context.Context) (time.Time, error) {
 }
 
 // readChanges reads up to a batch of the change query's rows after p.
-func (s *Source) readChanges(ctx context.Context, p position) ([]row, []position, error) {
+func (s *Source) readChanges(ctx context.Context, p position) (_ []row, _ []position, err error) {
+	ctx, done := s.deadline(ctx)
+	defer func() { err = done(err) }()
 	// The query is the configured SELECT (checked at start to be one).
 	// The query on a line of its own: a trailing -- comment ends there.
 	q := fmt.Sprintf("SELECT id, updated_at, payload FROM (\n%s\n) AS syncdesk_changes "+

@@ -159,10 +159,16 @@ func (w *world) source(t testing.TB, cfg config.Source, names ...string) *Source
 	return s
 }
 
-// cursor reads the source's row.
+// cursor reads the row of source shop.
 func cursor(t testing.TB, db *gorm.DB) models.SourceCursor {
 	t.Helper()
-	c, err := models.GetSourceCursor(db, "shop")
+	return cursorOf(t, db, "shop")
+}
+
+// cursorOf reads a source's row.
+func cursorOf(t testing.TB, db *gorm.DB, source string) models.SourceCursor {
+	t.Helper()
+	c, err := models.GetSourceCursor(db, source)
 	require.NoError(t, err)
 	return c
 }

@@ -180,6 +180,22 @@ func (s *Source) drain(ctx context.Context) error {
 	}
 }
 
+// deadline gives one read of the business database read_timeout to end,
+// so that a read that hangs (a lock held, a plan gone bad) does not leave
+// the source "reading" for ever: it becomes the source's last error, and
+// the next poll tries again. done cancels the read's context and, when the
+// deadline is what ended the read, says so in words.
+func (s *Source) deadline(ctx context.Context) (rctx context.Context, done func(error) error) {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.ReadTimeout)
+	return rctx, func(err error) error {
+		defer cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("the read took longer than %s and was abandoned", s.cfg.ReadTimeout)
+		}
+		return err
+	}
+}
+
 // reader reads a source's rows from a cursor, one batch at a time.
 type reader interface {
 	next(ctx context.Context) (batch, error)

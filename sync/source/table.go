@@ -65,7 +65,9 @@ func (s *Source) gapOver(at int64) bool {
 }
 
 // readTable reads up to a batch of outbox rows after id, in id order.
-func (s *Source) readTable(ctx context.Context, after int64) ([]row, error) {
+func (s *Source) readTable(ctx context.Context, after int64) (_ []row, err error) {
+	ctx, done := s.deadline(ctx)
+	defer func() { err = done(err) }()
 	c := s.cfg.Columns
 	op := "NULL"
 	if c.Op != config.NoOp {
