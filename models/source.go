@@ -33,6 +33,9 @@ type SourceCursor struct {
 	// empty until a start gives them (rows made before they existed).
 	ReadMode string
 	ReadFrom string
+	// Untimed is how many of a change query's rows have an empty
+	// updated_at, and so are not read, as last counted.
+	Untimed int64
 }
 
 // TableName is the source_cursors table.
@@ -160,6 +163,17 @@ func SourceRefused(db *gorm.DB, source string, n int64, last string) error {
 		return fmt.Errorf("count refused rows of source %s: %w", source, err)
 	}
 	return nil
+}
+
+// SetSourceUntimed records how many of a change query's rows have an
+// empty updated_at, and reports whether that changed the count: only the
+// instance that changed it says so in the log.
+func SetSourceUntimed(db *gorm.DB, source string, n int64) (bool, error) {
+	res := db.Model(&SourceCursor{}).Where("source = ? AND untimed <> ?", source, n).Update("untimed", n)
+	if res.Error != nil {
+		return false, fmt.Errorf("count the rows of source %s without updated_at: %w", source, res.Error)
+	}
+	return res.RowsAffected == 1, nil
 }
 
 // SourceFailed records why reading a source failed.

@@ -22,7 +22,7 @@ func (s *Server) sourceCards(c echo.Context) ([]views.SourceCard, error) {
 	for _, st := range states {
 		card := views.SourceCard{Name: st.Name, Mode: st.Mode, Where: st.Where, State: st.State, Cursor: st.Cursor,
 			Lag: st.Lag, ReadAt: st.ReadAt, RowsRead: st.RowsRead, Refused: st.Refused, LastRefusal: st.LastRefusal,
-			Skipped: st.Skipped, LastSkip: st.LastSkip, LastError: st.LastError}
+			Skipped: st.Skipped, LastSkip: st.LastSkip, Untimed: st.Untimed, LastError: st.LastError}
 		if st.State == source.Paused {
 			card.Pause = &views.PausedService{Name: st.Name, By: st.PausedBy, Since: st.PausedAt, Reason: st.PauseReason}
 		}

@@ -75,6 +75,8 @@ func TestSourcesOnTheServicesPage(t *testing.T) {
 		// The cursor of a source taken out of the configuration (renamed
 		// to read a new table from its start) is kept, and not shown.
 		require.NoError(t, models.EnsureSourceCursor(db, "old-shop"))
+		_, err := models.SetSourceUntimed(db, "shop", 2)
+		require.NoError(t, err)
 		b.clock.Advance(time.Minute)
 		r := b.signedIn("root@example.com", models.RoleAdmin).get("/services")
 		require.Equal(t, http.StatusOK, r.status, r.body)
@@ -85,6 +87,8 @@ func TestSourcesOnTheServicesPage(t *testing.T) {
 		require.Regexp(t, `data-testid="source-rows-shop">3; last read 1 min`, shop)
 		require.Contains(t, shop, "after id 3")
 		require.Contains(t, shop, "1 min 0 s behind", "a minute since it last had nothing waiting")
+		require.Contains(t, shop, `data-testid="source-untimed-shop">2: their updated_at is empty`)
+		require.NotContains(t, between(t, r.body, `data-testid="source-legacy"`, "</section>"), "Rows left out")
 		legacy := between(t, r.body, `data-testid="source-legacy"`, "</section>")
 		require.Contains(t, legacy, "Failing")
 		require.Contains(t, legacy, `data-testid="source-error-legacy"`)

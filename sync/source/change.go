@@ -24,7 +24,7 @@ import (
 type changeReader struct {
 	s    *Source
 	cur  models.SourceCursor
-	scan position   // where the next read starts
+	scan *position  // where the next read starts; nil: before every row
 	safe *time.Time // rows up to this updated_at have all committed
 }
 
@@ -34,12 +34,11 @@ type position struct {
 	id int64
 }
 
-func (p position) after(q position) bool {
-	return p.at.After(q.at) || (p.at.Equal(q.at) && p.id > q.id)
+// after reports whether p comes after q; every row comes after nil, the
+// start (no time is taken as the start: a database may hold any).
+func (p position) after(q *position) bool {
+	return q == nil || p.at.After(q.at) || (p.at.Equal(q.at) && p.id > q.id)
 }
-
-// origin is where a change query starts: before any updated_at a database holds.
-var origin = time.Date(1970, 1, 1, 0, 0, 1, 0, time.UTC)
 
 func newChangeReader(s *Source, cur models.SourceCursor) *changeReader {
 	r := &changeReader{s: s}
@@ -50,14 +49,15 @@ func newChangeReader(s *Source, cur models.SourceCursor) *changeReader {
 
 func (r *changeReader) moved(cur models.SourceCursor) { r.cur = cur }
 
-func (r *changeReader) committed() position {
+// committed is the committed cursor's position; nil before every row.
+func (r *changeReader) committed() *position {
 	if r.cur.LastAt == nil {
-		return position{at: origin}
+		return nil
 	}
 	// In UTC, as the rows' keys are read: a Postgres syncdesk database
 	// gives the time back in the process's zone, and a business column
 	// without a time zone would take that zone's wall clock as UTC's.
-	return position{at: r.cur.LastAt.UTC(), id: r.cur.LastID}
+	return &position{at: r.cur.LastAt.UTC(), id: r.cur.LastID}
 }
 
 func (r *changeReader) next(ctx context.Context) (batch, error) {
@@ -68,6 +68,7 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 		}
 		safe := now.Add(-r.s.cfg.RereadWindow)
 		r.safe = &safe
+		r.s.countUntimed(ctx)
 	}
 	rows, keys, err := r.s.readChanges(ctx, r.scan)
 	if err != nil {
@@ -89,7 +90,7 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 		}
 	}
 	if n := len(keys); n > 0 {
-		r.scan = keys[n-1]
+		r.scan = &keys[n-1]
 	}
 	b.caughtUp = len(rows) < r.s.cfg.BatchSize
 	b.stop = b.caughtUp
@@ -142,16 +143,22 @@ func (s *Source) bizNow(ctx context.Context) (_ time.Time, err error) {
 	return now.UTC(), nil
 }
 
-// readChanges reads up to a batch of the change query's rows after p.
-func (s *Source) readChanges(ctx context.Context, p position) (_ []row, _ []position, err error) {
+// readChanges reads up to a batch of the change query's rows after p
+// (nil: from the first). A row whose updated_at is empty has no place in
+// the order and is not read (countUntimed says how many there are).
+func (s *Source) readChanges(ctx context.Context, p *position) (_ []row, _ []position, err error) {
 	ctx, done := s.deadline(ctx)
 	defer func() { err = done(err) }()
+	where, args := "updated_at IS NOT NULL", []any{}
+	if p != nil {
+		where = fmt.Sprintf("updated_at > %s OR (updated_at = %s AND id > %s)", s.ph(1), s.ph(2), s.ph(3))
+		args = []any{p.at, p.at, p.id}
+	}
 	// The query is the configured SELECT (checked at start to be one).
 	// The query on a line of its own: a trailing -- comment ends there.
-	q := fmt.Sprintf("SELECT id, updated_at, payload FROM (\n%s\n) AS syncdesk_changes "+
-		"WHERE updated_at > %s OR (updated_at = %s AND id > %s) ORDER BY updated_at, id LIMIT %s",
-		s.cfg.Query, s.ph(1), s.ph(2), s.ph(3), s.ph(4))
-	rs, err := s.biz.QueryContext(ctx, q, p.at, p.at, p.id, s.cfg.BatchSize)
+	q := fmt.Sprintf("SELECT id, updated_at, payload FROM (\n%s\n) AS syncdesk_changes WHERE %s ORDER BY updated_at, id LIMIT %s",
+		s.cfg.Query, where, s.ph(len(args)+1))
+	rs, err := s.biz.QueryContext(ctx, q, append(args, s.cfg.BatchSize)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -169,4 +176,49 @@ func (s *Source) readChanges(ctx context.Context, p position) (_ []row, _ []posi
 		keys = append(keys, k)
 	}
 	return rows, keys, rs.Err()
+}
+
+// untimedEvery is how often a change query's rows without updated_at are
+// counted: a count may cost a scan of the query, where a read does not.
+const untimedEvery = time.Minute
+
+// countUntimed counts the change query's rows whose updated_at is empty,
+// at most every untimedEvery, and keeps the count for the services page.
+// The log says so when the count changes, not on every poll. A failed
+// count is logged and does not stop the reading.
+func (s *Source) countUntimed(ctx context.Context) {
+	now := s.opts.Clock.Now()
+	s.mu.Lock()
+	due := s.untimedAt.IsZero() || now.Sub(s.untimedAt) >= untimedEvery
+	if due {
+		s.untimedAt = now
+	}
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	n, err := s.readUntimed(ctx)
+	if err != nil {
+		s.opts.Log.Warn("source: cannot count the rows whose updated_at is empty", "source", s.name, "err", err)
+		return
+	}
+	changed, err := models.SetSourceUntimed(s.db.WithContext(ctx), s.name, n)
+	switch {
+	case err != nil:
+		s.opts.Log.Warn("source: cannot keep the count of rows whose updated_at is empty", "source", s.name, "err", err)
+	case changed && n > 0:
+		s.opts.Log.Warn("source: rows left out: their updated_at is empty; each is read once the application sets it",
+			"source", s.name, "rows", n)
+	case changed:
+		s.opts.Log.Info("source: no row is left out for an empty updated_at any more", "source", s.name)
+	}
+}
+
+// readUntimed counts the change query's rows whose updated_at is empty.
+func (s *Source) readUntimed(ctx context.Context) (n int64, err error) {
+	ctx, done := s.deadline(ctx)
+	defer func() { err = done(err) }()
+	q := fmt.Sprintf("SELECT count(*) FROM (\n%s\n) AS syncdesk_changes WHERE updated_at IS NULL", s.cfg.Query)
+	err = s.biz.QueryRowContext(ctx, q).Scan(&n)
+	return n, err
 }

@@ -66,6 +66,7 @@ type State struct {
 	ReadAt            time.Time     // the last read that went well
 	RowsRead          int64
 	Refused, Skipped  int64
+	Untimed           int64 // change query rows left out: their updated_at is empty
 	LastRefusal       string
 	LastSkip          string
 	LastError         string
@@ -114,7 +115,7 @@ func (set *Set) States(ctx context.Context) ([]State, error) {
 
 func (s *Source) state(c models.SourceCursor, now time.Time) State {
 	st := State{Name: s.name, Mode: "outbox table " + s.cfg.Table, Where: s.cfg.Where(), State: stateOf(c),
-		RowsRead: c.RowsRead, Refused: c.Refused, Skipped: c.Skipped, LastRefusal: c.LastRefusal,
+		RowsRead: c.RowsRead, Refused: c.Refused, Skipped: c.Skipped, Untimed: c.Untimed, LastRefusal: c.LastRefusal,
 		LastSkip: c.LastSkip, LastError: c.LastError, PausedBy: c.PausedBy, PauseReason: c.PauseReason,
 		Cursor: fmt.Sprintf("after id %d", c.LastID)}
 	if !s.cfg.OutboxMode() {

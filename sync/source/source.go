@@ -46,8 +46,9 @@ type Source struct {
 	engine *outbox.Engine
 	opts   Options
 
-	mu  sync.Mutex
-	gap gap // the outbox id waited for, if any
+	mu        sync.Mutex
+	gap       gap       // the outbox id waited for, if any
+	untimedAt time.Time // when rows without updated_at were last counted
 }
 
 // New opens a source (the business database's pool, which connects only

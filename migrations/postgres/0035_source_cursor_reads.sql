@@ -9,3 +9,9 @@
 -- legitimately.
 ALTER TABLE source_cursors ADD COLUMN read_mode TEXT NOT NULL DEFAULT '';
 ALTER TABLE source_cursors ADD COLUMN read_from TEXT NOT NULL DEFAULT '';
+
+-- How many rows a change query gives with an empty (NULL) updated_at: they
+-- have no place in the (updated_at, id) order and are not read until the
+-- application sets it. Counted apart so that the services page and the log
+-- say how many are left out, and why.
+ALTER TABLE source_cursors ADD COLUMN untimed BIGINT NOT NULL DEFAULT 0;
