@@ -266,3 +266,51 @@ func TestMySQLSourceSessionIsInUTC(t *testing.T) {
 	require.NoError(t, s.biz.QueryRowContext(context.Background(), "SELECT @@session.time_zone").Scan(&zone))
 	require.Equal(t, "+00:00", zone)
 }
+
+// A fresh cursor on an outbox table whose ids start high starts at the
+// first row present: it waits gap_timeout for lower ids still to commit,
+// as for any gap, then reads without counting the ids below as skipped.
+// A gap after that is counted as before.
+func TestSourceFreshCursorStartsAtTheFirstRow(t *testing.T) {
+	t.Parallel()
+	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
+		b.createOutbox(t)
+		restart := "ALTER SEQUENCE syncdesk_outbox_id_seq RESTART WITH 5000000"
+		if b.driver == "mysql" {
+			restart = "ALTER TABLE syncdesk_outbox AUTO_INCREMENT = 5000000"
+		}
+		_, err := b.db.Exec(restart)
+		require.NoError(t, err)
+		ctx := context.Background()
+		for i := range 3 {
+			require.NoError(t, b.insert(ctx, b.db, "item", fmt.Sprint(i), payload(i), "upsert"))
+		}
+		clk := clock.NewFake(time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC))
+		w := newWorld(t, db, clk)
+		cfg := b.outboxSource()
+		s := w.source(t, cfg)
+		require.NoError(t, s.Drain(ctx))
+		require.Empty(t, records(t, db), "a lower id may still commit: waited for, as for a gap")
+		clk.Advance(cfg.GapTimeout)
+		require.NoError(t, s.Drain(ctx))
+		require.Len(t, records(t, db), 3)
+		c := cursor(t, db)
+		require.EqualValues(t, 5000002, c.LastID)
+		require.Zero(t, c.Skipped, "the ids below the first row were never the source's: %s", c.LastSkip)
+		require.Empty(t, c.LastSkip)
+		require.NotContains(t, w.log.String(), "skipped")
+
+		lost, err := b.db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		require.NoError(t, b.insert(ctx, lost, "item", "3", payload(3), "upsert")) // 5000003, rolled back
+		require.NoError(t, lost.Rollback())
+		require.NoError(t, b.insert(ctx, b.db, "item", "4", payload(4), "upsert"))
+		require.NoError(t, s.Drain(ctx))
+		clk.Advance(cfg.GapTimeout)
+		require.NoError(t, s.Drain(ctx))
+		c = cursor(t, db)
+		require.EqualValues(t, 5000004, c.LastID)
+		require.EqualValues(t, 1, c.Skipped, "a gap after the first row is counted")
+		require.Equal(t, "outbox ids 5000003 to 5000003 did not appear within gap_timeout (30s); skipped", c.LastSkip)
+	})
+}
