@@ -321,6 +321,7 @@ func assemble(cfg config.Config, db *gorm.DB, clk *clock.Anchored, log *slog.Log
 	}
 	all := append(append(tasks(db, cfg, clk, log, eng, rc, rec), alertRuns...), srcs.Tasks()...)
 	al.SetTasks(taskNames(all))
+	al.SetBreakers(services.Configured(cfg))
 	sched, err := schedule.New(all, schedule.Options{DB: db, Clock: clk, Instance: eng.WorkerID(), Log: log, Redactor: r})
 	if err != nil {
 		_ = srcs.Close()

@@ -404,3 +404,30 @@ func TestABadAlertChannelStopsTheStart(t *testing.T) {
 	require.Contains(t, errOut, "setting alerts.channels.ops.secret: is not whsec_ followed by base64")
 	require.NotContains(t, errOut, "not base64!", "the secret is not quoted back")
 }
+
+// The alerts as wired know the services' breakers: a service its breaker
+// paused before the breaker was turned off is tested by nothing, and its
+// alert says to resume it by hand rather than promise a test call.
+func TestTheAlertsAsWiredKnowABreakerTurnedOff(t *testing.T) {
+	db := dbtest.SQLite(t)
+	cfg := config.Default()
+	cfg.Services = map[string]config.Service{"crm": {Breaker: config.Breaker{Off: true}}}
+	clk, err := outbox.DatabaseClock(context.Background(), db, clock.Real{})
+	require.NoError(t, err)
+	a, err := assemble(cfg, db, clk, slog.New(slog.DiscardHandler), redact.New(nil))
+	require.NoError(t, err)
+	_, _, err = models.Pause(db, models.ServicePause{Service: "crm", PausedBy: models.AutomaticPauser,
+		PausedAt: clk.Now().Add(-time.Hour), Reason: "paused automatically: 20 calls in a row answered 503"})
+	require.NoError(t, err)
+	a.sched.Start()
+	defer a.sched.Stop()
+	if err := a.sched.RunNow(context.Background(), "check-alerts"); !errors.Is(err, schedule.ErrRunning) {
+		require.NoError(t, err)
+	}
+	var open []models.Incident
+	require.Eventually(t, func() bool {
+		open, err = models.OpenIncidents(db)
+		return err == nil && len(open) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Contains(t, open[0].Text, "Its breaker has been turned off since, so nothing tests crm")
+}

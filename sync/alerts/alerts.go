@@ -38,6 +38,9 @@ type Alerts struct {
 	redactor *redact.Redactor
 	owner    string          // this instance's claims
 	tasks    map[string]bool // the scheduler's; nil: every task with a row
+	// breakers are the services' breaker settings; nil: not told, and an
+	// automatic pause is taken to be probed.
+	breakers map[string]config.Breaker
 
 	// The delivery's knobs; tests shorten them.
 	// sendTimeout bounds a send to a channel the configuration does not
@@ -81,6 +84,15 @@ func (a *Alerts) SetTasks(names []string) {
 	for _, n := range names {
 		a.tasks[n] = true
 	}
+}
+
+// SetBreakers gives the services' breaker settings, before the checks
+// start. Only a configured service whose breaker is on is probed: an
+// automatic pause of one whose breaker was turned off since (or that is no
+// longer configured) lasts until someone resumes it, and service_paused
+// says so rather than promise a probe.
+func (a *Alerts) SetBreakers(cfgs map[string]config.Breaker) {
+	a.breakers = cfgs
 }
 
 func randomHex(n int) string {

@@ -66,8 +66,8 @@ func (a *Alerts) pausedServices(_ context.Context, db *gorm.DB, now time.Time) (
 		f := finding{rule: ServicePaused, subject: p.Service, url: "/services",
 			title: fmt.Sprintf("%s has been paused for %s", p.Service, span(d))}
 		if p.Automatic() {
-			f.text = fmt.Sprintf("syncdesk paused %s by itself (%s). Its links wait and keep their attempts; a probe tests the provider "+
-				"and resumes the service when it answers. Check the provider's status; resume by hand on Services once it is back.", p.Service, p.Reason)
+			f.text = fmt.Sprintf("syncdesk paused %s by itself (%s). Its links wait and keep their attempts. %s",
+				p.Service, p.Reason, a.whatLifts(p.Service))
 		} else {
 			f.text = fmt.Sprintf("%s paused %s (%s). Its links wait and keep their attempts. Resume it on Services when the provider is ready.",
 				p.PausedBy, p.Service, orWords(p.Reason, "no reason given"))
@@ -75,6 +75,25 @@ func (a *Alerts) pausedServices(_ context.Context, db *gorm.DB, now time.Time) (
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// whatLifts says what ends an automatic pause of service: its breaker's
+// test calls while the breaker is on, else only a person, since nothing
+// tests a provider whose breaker is off (see services.NewBreakers).
+func (a *Alerts) whatLifts(service string) string {
+	b, known := a.breakers[service]
+	switch {
+	case a.breakers == nil || known && !b.Off:
+		every := ""
+		if known {
+			every = " every " + span(b.ProbeEvery)
+		}
+		return fmt.Sprintf("A test call goes%s and resumes the service when the provider answers. "+
+			"Check the provider's status; resume by hand on Services once it is back.", every)
+	case known:
+		return fmt.Sprintf("Its breaker has been turned off since, so nothing tests %s: resume it by hand on Services once the provider answers again.", service)
+	}
+	return fmt.Sprintf("%s is no longer configured, so nothing tests it: resume it on Services to lift the pause.", service)
 }
 
 // failedLinks reads the failed links on Failed per service as the

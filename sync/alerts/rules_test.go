@@ -421,3 +421,39 @@ func TestAFailingTaskNoLongerConfiguredResolves(t *testing.T) {
 		require.Equal(t, []notify.State{notify.Opened, notify.Resolved}, b.states())
 	})
 }
+
+// An automatic pause's alert says what will lift it: the breaker's test
+// calls while it is on; a person, once the breaker was turned off (nothing
+// tests the provider then) or the service left the configuration.
+func TestAnAutomaticPauseSaysWhetherAnythingTestsTheProvider(t *testing.T) {
+	cases := []struct {
+		name      string
+		breakers  map[string]config.Breaker
+		says, not string
+	}{
+		{"breaker on", map[string]config.Breaker{"crm": config.DefaultBreaker},
+			"A test call goes every 30 seconds and resumes the service when the provider answers.", "nothing tests"},
+		{"breaker off since", map[string]config.Breaker{"crm": {Off: true}},
+			"Its breaker has been turned off since, so nothing tests crm: resume it by hand on Services once the provider answers again.", "test call goes"},
+		{"service no longer configured", map[string]config.Breaker{"erp": config.DefaultBreaker},
+			"crm is no longer configured, so nothing tests it: resume it on Services to lift the pause.", "test call goes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				b := setup(t, db, config.Alerts{})
+				b.a.SetBreakers(c.breakers)
+				_, _, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: models.AutomaticPauser, PausedAt: b.clock.Now(),
+					Reason: "paused automatically: 20 calls in a row answered 503"})
+				require.NoError(t, err)
+				b.clock.Advance(11 * time.Minute)
+				b.step(t)
+				msgs := b.rec.messages()
+				require.Len(t, msgs, 1)
+				require.Contains(t, msgs[0].Text, "syncdesk paused crm by itself (paused automatically: 20 calls in a row answered 503).")
+				require.Contains(t, msgs[0].Text, c.says)
+				require.NotContains(t, msgs[0].Text, c.not)
+			})
+		})
+	}
+}
