@@ -22,6 +22,19 @@ const (
 	backoffCap  = 10 * time.Minute
 )
 
+// retryAfterCap bounds the wait a receiver's Retry-After asks for: one
+// that asks for a day still hears of an incident within the hour, as the
+// default repeat would tell it again.
+const retryAfterCap = time.Hour
+
+// retryWait is how long to wait after the tries-th failed try: the
+// backoff, or longer when the receiver asked for longer (a 429 or 503 with
+// Retry-After), up to retryAfterCap. Trying sooner would only be refused
+// again and spend a try.
+func retryWait(tries int, r float64, asked time.Duration) time.Duration {
+	return max(backoff(tries, r), min(asked, retryAfterCap))
+}
+
 // backoff is how long to wait after the tries-th failed try; r in [0, 1).
 func backoff(tries int, r float64) time.Duration {
 	d := backoffCap
@@ -92,7 +105,7 @@ func (a *Alerts) deliverOne(ctx context.Context, n models.IncidentNotification, 
 			o.Status = models.NotificationGaveUp
 			a.log.Warn("alert notification given up", "channel", n.Channel, "incident", n.IncidentID, "tries", n.Tries, "err", o.Error)
 		default:
-			o.Status, o.Next = models.NotificationPending, now.Add(backoff(n.Tries, a.jitter()))
+			o.Status, o.Next = models.NotificationPending, now.Add(retryWait(n.Tries, a.jitter(), notify.RetryAfter(err)))
 			a.log.Info("alert notification to retry", "channel", n.Channel, "incident", n.IncidentID, "tries", n.Tries, "at", o.Next, "err", o.Error)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
@@ -141,6 +142,39 @@ func webhookTo(t *testing.T, url string) notify.Channel {
 	ch, err := notify.New("rec", config.AlertChannel{Kind: "webhook", URL: url, Secret: hookSecret})
 	require.NoError(t, err)
 	return ch
+}
+
+// A receiver that answers 429 or 503 with Retry-After is tried again no
+// sooner than it asked, up to an hour; one asking for less than the
+// backoff waits the backoff.
+func TestAReceiversRetryAfterDelaysTheNextTry(t *testing.T) {
+	for _, tc := range []struct {
+		status     int
+		retryAfter string
+		wait       time.Duration
+	}{
+		{http.StatusTooManyRequests, "120", 2 * time.Minute},
+		{http.StatusServiceUnavailable, "900", 15 * time.Minute},
+		{http.StatusServiceUnavailable, "86400", time.Hour}, // a day asked: an hour at most
+		{http.StatusTooManyRequests, "1", 5 * time.Second},  // less than the backoff: the backoff
+	} {
+		t.Run(fmt.Sprintf("%d Retry-After %s", tc.status, tc.retryAfter), func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Retry-After", tc.retryAfter)
+					w.WriteHeader(tc.status)
+				}))
+				defer srv.Close()
+				b := setup(t, db, config.Alerts{})
+				b.a.channels = map[string]notify.Channel{"rec": webhookTo(t, srv.URL)}
+				openPause(t, b)
+				require.NoError(t, b.a.Deliver(context.Background()))
+				n := notifications(t, db)[0]
+				require.Equal(t, models.NotificationPending, n.Status)
+				require.Equal(t, b.clock.Now().Add(tc.wait), n.NextAt.UTC(), "the next try waits %v", tc.wait)
+			})
+		})
+	}
 }
 
 // A receiver that takes the request and never answers costs one try of
