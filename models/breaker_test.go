@@ -117,6 +117,37 @@ func TestAProbeNeverLiftsAPersonsPause(t *testing.T) {
 	})
 }
 
+// A person who takes the breaker's pause over is recorded with when: the
+// pause keeps the breaker's time and reason, and a later pause by someone
+// else changes none of it. A pause by hand from the start was kept by no one.
+func TestTakingOverAnAutomaticPauseRecordsWhoAndWhen(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		at := rateEpoch
+		_, _, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: models.AutomaticPauser, PausedAt: at, Reason: "answered 503"})
+		require.NoError(t, err)
+		_, _, err = models.Pause(db, models.ServicePause{Service: "erp", PausedBy: "olga@example.com", PausedAt: at, Reason: "maintenance"})
+		require.NoError(t, err)
+		kept := at.Add(62 * time.Minute)
+		_, created, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: "ana@example.com", PausedAt: kept, Reason: "mine"})
+		require.NoError(t, err)
+		require.True(t, created)
+		_, created, err = models.Pause(db, models.ServicePause{Service: "crm", PausedBy: "olga@example.com", PausedAt: kept.Add(time.Minute)})
+		require.NoError(t, err)
+		require.False(t, created, "ana's now")
+
+		pauses, err := models.ListPauses(db)
+		require.NoError(t, err)
+		require.Len(t, pauses, 2)
+		crm, erp := pauses[0], pauses[1]
+		require.Equal(t, "ana@example.com", crm.PausedBy)
+		require.True(t, crm.Kept())
+		require.Equal(t, kept, crm.KeptAt.UTC())
+		require.Equal(t, at, crm.PausedAt.UTC())
+		require.Equal(t, "answered 503", crm.Reason, "the breaker's reason stays")
+		require.False(t, erp.Kept(), "paused by hand from the start")
+	})
+}
+
 // The run and the window: an answered call resets the run, a mixed run
 // says so, and the failure share counts in its window only.
 func TestBreakerCounts(t *testing.T) {

@@ -16,6 +16,10 @@ type ServicePause struct {
 	PausedBy string
 	PausedAt time.Time
 	Reason   string
+	// KeptAt is when PausedBy, a person, took over the breaker's pause
+	// (Keep paused); PausedAt and Reason stay the breaker's. Nil for a
+	// pause no one took over (migration 0037).
+	KeptAt *time.Time
 }
 
 // TableName is the service_pauses table.
@@ -34,11 +38,13 @@ func Pause(db *gorm.DB, p ServicePause) (held ServicePause, created bool, err er
 		// paused, and no probe of its breaker lifts it any more. It keeps
 		// its paused_at: the service has been paused since then, and the
 		// service_paused alert measures the pause from it (a fresh time
-		// would close the incident while the service stays paused).
+		// would close the incident while the service stays paused). It
+		// keeps the breaker's reason too, and records who took it over
+		// (paused_by) and when (kept_at), for the pages and the alert.
 		conflict := clause.OnConflict{DoNothing: true}
 		if p.PausedBy != AutomaticPauser {
 			conflict = clause.OnConflict{Columns: []clause.Column{{Name: "service"}},
-				DoUpdates: clause.AssignmentColumns([]string{"paused_by", "reason"}),
+				DoUpdates: clause.Assignments(map[string]any{"paused_by": p.PausedBy, "kept_at": p.PausedAt}),
 				Where:     clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "service_pauses.paused_by = ?", Vars: []any{AutomaticPauser}}}}}
 		}
 		res := db.Clauses(conflict, clause.Returning{}).Create(&p)
@@ -47,7 +53,7 @@ func Pause(db *gorm.DB, p ServicePause) (held ServicePause, created bool, err er
 		}
 		if res.RowsAffected == 1 {
 			p.PausedAt = p.PausedAt.UTC()
-			return p, true, nil // as stored: RETURNING gives a taken-over pause's first paused_at
+			return p, true, nil // as stored: RETURNING gives a taken-over pause's first paused_at, reason and kept_at
 		}
 		err := db.Where("service = ?", p.Service).Take(&held).Error
 		if err == nil {
@@ -79,8 +85,13 @@ func Resume(db *gorm.DB, service string) (was bool, err error) {
 	return was, err
 }
 
-// Automatic reports whether the pause was made by the service's breaker.
+// Automatic reports whether the pause was made by the service's breaker
+// and is still its own: its probes may lift it.
 func (p ServicePause) Automatic() bool { return p.PausedBy == AutomaticPauser }
+
+// Kept reports whether a person took over the breaker's pause: PausedBy
+// keeps it paused since KeptAt, for the breaker's Reason.
+func (p ServicePause) Kept() bool { return p.KeptAt != nil }
 
 // ListPauses returns every paused service, the longest-paused first.
 func ListPauses(db *gorm.DB) ([]ServicePause, error) {

@@ -55,6 +55,10 @@ type PausedService struct {
 	Reason string
 	// Automatic: the service's breaker paused it, and its probes resume it.
 	Automatic bool
+	// KeptBy took the breaker's pause over at KeptAt (Keep paused): By is
+	// then the breaker, and the pause lasts until someone resumes it.
+	KeptBy string
+	KeptAt time.Time
 }
 
 // NavEntry is one item of the main navigation.

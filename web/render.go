@@ -111,6 +111,10 @@ func (s *Server) pausedServices(c echo.Context) []views.PausedService {
 	for i, ps := range pauses {
 		out[i] = views.PausedService{Name: ps.Service, By: ps.PausedBy, Since: ps.PausedAt, Reason: ps.Reason,
 			Automatic: ps.Automatic()}
+		if ps.Kept() {
+			// The breaker paused it, for its reason; the person keeps it paused.
+			out[i].By, out[i].KeptBy, out[i].KeptAt = models.AutomaticPauser, ps.PausedBy, *ps.KeptAt
+		}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -152,8 +153,23 @@ func (s *Server) pauseService(c echo.Context) error {
 		s.audit(c, action.ServicePause, name, models.OutcomeSuccess, "already paused by "+held.PausedBy)
 		return c.Redirect(http.StatusSeeOther, "/services?done=service-already-paused")
 	}
-	s.audit(c, action.ServicePause, name, models.OutcomeSuccess, held.Reason)
+	s.audit(c, action.ServicePause, name, models.OutcomeSuccess, pauseDetail(held, c.FormValue("reason")))
 	return c.Redirect(http.StatusSeeOther, "/services?done=service-paused")
+}
+
+// pauseDetail is the audit entry's detail of a pause: its reason, or for
+// a person's taking over the breaker's pause (Keep paused), that, the
+// breaker's reason, and the person's own if they gave one (the pause keeps
+// the breaker's).
+func pauseDetail(held models.ServicePause, reason string) string {
+	if !held.Kept() {
+		return held.Reason
+	}
+	detail := "kept the automatic pause (" + held.Reason + ")"
+	if r := strings.Join(strings.Fields(reason), " "); r != "" {
+		detail += ": " + r
+	}
+	return detail
 }
 
 func (s *Server) resumeService(c echo.Context) error {

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/action"
 	"github.com/syncdesk/syncdesk/models/dbtest"
 	"github.com/syncdesk/syncdesk/sync/clock"
 	"github.com/syncdesk/syncdesk/sync/config"
@@ -248,7 +249,8 @@ func TestAnAutomaticPauseSaysSoAndCanBeKeptByHand(t *testing.T) {
 		require.Contains(t, page, `data-testid="keep-paused-crm"`)
 		require.Contains(t, page, `action="/services/crm/resume"`)
 
-		r := op.post("/services", "/services/crm/pause", url.Values{"reason": {"kept paused by hand"}})
+		b.clock.Advance(2 * time.Minute)
+		r := op.post("/services", "/services/crm/pause", url.Values{}) // Keep paused sends no reason
 		require.Equal(t, "/services?done=service-paused", r.header.Get("Location"))
 		pauses, err := models.ListPauses(db)
 		require.NoError(t, err)
@@ -257,7 +259,40 @@ func TestAnAutomaticPauseSaysSoAndCanBeKeptByHand(t *testing.T) {
 		require.False(t, pauses[0].Automatic())
 		page = op.get("/services").body
 		require.NotContains(t, page, `data-testid="keep-paused-crm"`)
-		require.Contains(t, page, "Nothing is sent to crm until someone resumes it")
+		require.Contains(t, page, "Nothing tests crm and nothing is sent to it until someone resumes it")
+	})
+}
+
+// Who took over an automatic pause, and when, is kept: the pause still
+// says the breaker paused it and why, then who keeps it paused since
+// when, on the Services page and in the banner of every page; the audit
+// log has it too.
+func TestKeepPausedRecordsWhoAndWhen(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setupServices(t, db)
+		op := b.signedIn("ana@example.com", models.RoleOperator)
+		_, _, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: models.AutomaticPauser, PausedAt: b.clock.Now(),
+			Reason: "paused automatically: 20 calls in a row answered 503"})
+		require.NoError(t, err)
+		b.clock.Advance(62 * time.Minute)
+		keptAt := b.clock.Now()
+		op.post("/services", "/services/crm/pause", url.Values{})
+
+		kept := "Kept paused by ana@example.com at <time datetime=\"" + keptAt.Format(time.RFC3339) + "\" title=\"" +
+			keptAt.Format("2006-01-02 15:04:05") + " UTC\">" + keptAt.Format("15:04:05") + " UTC</time>."
+		b.clock.Advance(5 * time.Minute)
+		page := op.get("/services").body
+		require.Contains(t, page, "by syncdesk (automatic): “paused automatically: 20 calls in a row answered 503”.",
+			"the breaker paused it, for its reason")
+		require.Contains(t, page, `data-testid="kept-paused-crm"`)
+		require.Equal(t, 2, strings.Count(page, kept), "on the card and in the banner: %s", kept)
+		require.False(t, strings.Contains(page, "</time> by ana@example.com"), "ana did not pause it an hour ago")
+
+		var entry models.AuditEntry
+		require.NoError(t, db.Where("action = ? AND actor = ?", action.ServicePause, "ana@example.com").Take(&entry).Error)
+		require.Equal(t, "crm", entry.Target)
+		require.Equal(t, keptAt, entry.At.UTC())
+		require.Equal(t, "kept the automatic pause (paused automatically: 20 calls in a row answered 503)", entry.Detail)
 	})
 }
 

@@ -65,10 +65,15 @@ func (a *Alerts) pausedServices(_ context.Context, db *gorm.DB, now time.Time) (
 		}
 		f := finding{rule: ServicePaused, subject: p.Service, url: "/services",
 			title: fmt.Sprintf("%s has been paused for %s", p.Service, span(d))}
-		if p.Automatic() {
+		switch {
+		case p.Automatic():
 			f.text = fmt.Sprintf("syncdesk paused %s by itself (%s). Its links wait and keep their attempts. %s",
 				p.Service, p.Reason, a.whatLifts(p.Service))
-		} else {
+		case p.Kept():
+			f.text = fmt.Sprintf("syncdesk paused %s by itself (%s); %s kept it paused at %s UTC, so nothing tests the provider. "+
+				"Its links wait and keep their attempts. Resume it on Services when the provider is ready.",
+				p.Service, p.Reason, p.PausedBy, p.KeptAt.UTC().Format("2006-01-02 15:04"))
+		default:
 			f.text = fmt.Sprintf("%s paused %s (%s). Its links wait and keep their attempts. Resume it on Services when the provider is ready.",
 				p.PausedBy, p.Service, orWords(p.Reason, "no reason given"))
 		}

@@ -255,11 +255,14 @@ func TestAnAutomaticPauseKeptByHandKeepsItsIncidentOpen(t *testing.T) {
 		b.step(t)
 		require.Equal(t, []notify.State{notify.Opened}, b.states())
 
-		held, created, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: "ana@example.com", PausedAt: b.clock.Now(),
-			Reason: "kept paused by hand"})
+		keptAt := b.clock.Now()
+		held, created, err := models.Pause(db, models.ServicePause{Service: "crm", PausedBy: "ana@example.com", PausedAt: keptAt})
 		require.NoError(t, err)
 		require.True(t, created, "the person's pause takes the automatic one over")
 		require.Equal(t, pausedAt, held.PausedAt.UTC(), "paused since the breaker paused it")
+		require.Equal(t, "paused automatically: 20 calls in a row answered 503", held.Reason, "for the breaker's reason")
+		require.NotNil(t, held.KeptAt)
+		require.Equal(t, keptAt, held.KeptAt.UTC(), "kept paused by ana from then")
 		for range 3 {
 			b.clock.Advance(5 * time.Minute)
 			b.step(t)
@@ -269,7 +272,10 @@ func TestAnAutomaticPauseKeptByHandKeepsItsIncidentOpen(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, open, 1)
 		require.Equal(t, "crm has been paused for 26 minutes", open[0].Title)
-		require.Contains(t, open[0].Text, "ana@example.com paused crm (kept paused by hand)")
+		require.Equal(t, "syncdesk paused crm by itself (paused automatically: 20 calls in a row answered 503); "+
+			"ana@example.com kept it paused at 2026-12-01 09:11 UTC, so nothing tests the provider. "+
+			"Its links wait and keep their attempts. Resume it on Services when the provider is ready.", open[0].Text,
+			"the incident says who took the pause over, and when")
 	})
 }
 
