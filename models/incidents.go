@@ -11,11 +11,14 @@ import (
 // Incident is one alert rule holding for one subject, from its opening
 // until its condition cleared (migration 0023).
 type Incident struct {
-	ID             int64
-	Rule           string
-	Subject        string // a service's or a task's name; "" for the whole desk
-	Title          string // one line, in words
-	Text           string // what is wrong and what to do
+	ID      int64
+	Rule    string
+	Subject string // a service's or a task's name; "" for the whole desk
+	Title   string // one line, in words
+	Text    string // what is wrong and what to do, as last said while open
+	// ResolvedText is what its end said ("This cleared at …"); "" while
+	// open, and for incidents over before migration 0037.
+	ResolvedText   string
 	URL            string // the page to look at, a path
 	OpenedAt       time.Time
 	NotifiedAt     time.Time // the last "opened" or "still open" decided
@@ -136,10 +139,13 @@ func RepeatIncident(db *gorm.DB, id int64, last time.Time, c IncidentChange) (re
 
 // ResolveIncident closes the open incident id at c.At and queues a
 // "resolved" per channel; false when it was resolved already (by another
-// instance). The incident keeps the words it was last sent with.
+// instance). The incident keeps the words it was last sent with, and
+// c.Text as what its end said: the page shows that, not advice to act on
+// a problem that is over.
 func ResolveIncident(db *gorm.DB, id int64, c IncidentChange) (resolved bool, err error) {
 	err = db.Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&Incident{}).Where("id = ? AND resolved_at IS NULL", id).Update("resolved_at", c.At.UTC())
+		res := tx.Model(&Incident{}).Where("id = ? AND resolved_at IS NULL", id).
+			Updates(map[string]any{"resolved_at": c.At.UTC(), "resolved_text": c.Text})
 		if res.Error != nil {
 			return fmt.Errorf("resolve incident %d: %w", id, res.Error)
 		}

@@ -60,7 +60,8 @@ func incidentRows(db *gorm.DB, incidents []models.Incident) ([]views.IncidentRow
 	}
 	out := make([]views.IncidentRow, len(incidents))
 	for i, inc := range incidents {
-		row := views.IncidentRow{ID: inc.ID, Rule: inc.Rule, Subject: inc.Subject, Title: inc.Title, Text: inc.Text, URL: inc.URL,
+		row := views.IncidentRow{ID: inc.ID, Rule: inc.Rule, Subject: inc.Subject, Title: inc.Title, Text: inc.Text,
+			ResolvedText: inc.ResolvedText, URL: inc.URL,
 			OpenedAt: inc.OpenedAt, ResolvedAt: orZero(inc.ResolvedAt), AcknowledgedBy: inc.AcknowledgedBy,
 			AcknowledgedAt: orZero(inc.AcknowledgedAt), AcknowledgeURL: fmt.Sprintf("/alerts/%d/acknowledge", inc.ID)}
 		for _, n := range sent[inc.ID] {

@@ -142,3 +142,26 @@ func TestAnIncidentOnAnAdminsPageTellsOthersWhoActs(t *testing.T) {
 		}
 	})
 }
+
+// An incident that is over says what happened, and does not tell the
+// reader to act: the advice it gave while open is marked as such.
+func TestAnIncidentThatIsOverSaysWhatHappenedNotWhatToDo(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db)
+		at := b.clock.Now().Add(-2 * time.Hour)
+		opened, err := models.OpenIncident(db, models.Incident{Rule: "service_paused", Subject: "crm", URL: "/services"},
+			models.IncidentChange{State: "opened", Title: "crm has been paused for 10 minutes",
+				Text: "ana@example.com paused crm (maintenance). Resume it on Services when the provider is ready.", At: at})
+		require.NoError(t, err)
+		require.True(t, opened)
+		id := incidentID(t, db, "service_paused")
+		_, err = models.ResolveIncident(db, id, models.IncidentChange{State: "resolved", Title: "crm has been paused for 10 minutes",
+			Text: "This cleared at 2026-11-29 12:30 UTC, 30 minutes after it began. Nothing more to do for it.", At: at.Add(30 * time.Minute)})
+		require.NoError(t, err)
+
+		page := b.signedIn("vic@example.com", models.RoleViewer).get("/alerts").body
+		require.Contains(t, page, `<p data-testid="incident-text">This cleared at 2026-11-29 12:30 UTC, 30 minutes after it began. Nothing more to do for it.</p>`)
+		require.Contains(t, page, `data-testid="incident-text-then">While it was open it said: ana@example.com paused crm (maintenance). Resume it on Services`)
+		require.Equal(t, 1, strings.Count(page, "Resume it on Services when the provider is ready."), "the advice only as what it said then")
+	})
+}

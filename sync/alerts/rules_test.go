@@ -463,3 +463,25 @@ func TestAnAutomaticPauseSaysWhetherAnythingTestsTheProvider(t *testing.T) {
 		})
 	}
 }
+
+// An incident that resolves keeps what its end said, as its resolved
+// notification says it, beside the words it had while open.
+func TestAResolvedIncidentKeepsWhatItsEndSaid(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := setup(t, db, config.Alerts{})
+		openPause(t, b)
+		require.NoError(t, b.a.Deliver(context.Background()))
+		b.clock.Advance(time.Minute)
+		_, err := models.Resume(db, "crm")
+		require.NoError(t, err)
+		b.step(t)
+		msgs := b.rec.messages()
+		require.Len(t, msgs, 2)
+		require.Equal(t, notify.Resolved, msgs[1].State)
+		inc, err := models.IncidentByID(db, msgs[1].Incident)
+		require.NoError(t, err)
+		require.Equal(t, "This cleared at 2026-12-01 09:01 UTC, 1 minute after it began. Nothing more to do for it.", inc.ResolvedText)
+		require.Equal(t, msgs[1].Text, inc.ResolvedText, "as the resolved notification said it")
+		require.Contains(t, inc.Text, "Resume it on Services", "the words it had while open stay")
+	})
+}
