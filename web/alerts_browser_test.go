@@ -16,7 +16,7 @@ func TestBrowserOperatorAcknowledgesAnIncident(t *testing.T) {
 	browsertest.Parallel(t)
 	b := setupSQLite(t)
 	b.user("ana@example.com", models.RoleOperator)
-	open, _ := seedIncidents(t, b.db, b.clock.Now())
+	open, resolved := seedIncidents(t, b.db, b.clock.Now())
 	ctx := browsertest.New(t)
 	signInBrowser(t, ctx, b.srv.URL, "ana@example.com")
 	card := testid("incident-" + itoa(open))
@@ -26,6 +26,9 @@ func TestBrowserOperatorAcknowledgesAnIncident(t *testing.T) {
 	))
 	require.Contains(t, textOf(t, ctx, card+" "+testid("incident-state")), "Open")
 	require.Contains(t, textOf(t, ctx, card), "the receiver answered 503 Service Unavailable")
+	over := testid("incident-" + itoa(resolved))
+	require.Contains(t, textOf(t, ctx, over+" "+testid("incident-text")), "Nothing more to do for it.", "an incident over says how it ended")
+	require.Contains(t, textOf(t, ctx, over+" "+testid("incident-text-then")), "While it was open it said: What to do about")
 	browsertest.Screenshot(ctx, t, "alerts")
 
 	require.NoError(t, chromedp.Do(ctx,

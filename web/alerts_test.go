@@ -26,7 +26,9 @@ func seedIncidents(t *testing.T, db *gorm.DB, now time.Time) (open, resolved int
 	require.NoError(t, err)
 	require.True(t, opened)
 	open, resolved = incidentID(t, db, "task_failing"), 0
-	ok, err := models.ResolveIncident(db, open, change("resolved", "The scheduled task prune-events failed 3 times in a row", now.Add(-2*time.Hour)))
+	over := change("resolved", "The scheduled task prune-events failed 3 times in a row", now.Add(-2*time.Hour))
+	over.Text = "This cleared at " + over.At.UTC().Format("2006-01-02 15:04") + " UTC, 1 hour after it began. Nothing more to do for it."
+	ok, err := models.ResolveIncident(db, open, over)
 	require.NoError(t, err)
 	require.True(t, ok)
 	resolved = open
