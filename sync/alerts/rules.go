@@ -89,12 +89,12 @@ func (a *Alerts) whatLifts(service string) string {
 	b, known := a.breakers[service]
 	switch {
 	case a.breakers == nil || known && !b.Off:
-		every := ""
+		when := "now and then"
 		if known {
-			every = " every " + span(b.ProbeEvery)
+			when = "every " + span(b.ProbeEvery)
 		}
-		return fmt.Sprintf("A test call goes%s and resumes the service when the provider answers. "+
-			"Check the provider's status; resume by hand on Services once it is back.", every)
+		return fmt.Sprintf("A test call goes %s and resumes the service when the provider answers. "+
+			"Check the provider's status; resume by hand on Services once it is back.", when)
 	case known:
 		return fmt.Sprintf("Its breaker has been turned off since, so nothing tests %s: resume it by hand on Services once the provider answers again.", service)
 	}
