@@ -17,7 +17,7 @@ type Incident struct {
 	Title   string // one line, in words
 	Text    string // what is wrong and what to do, as last said while open
 	// ResolvedText is what its end said ("This cleared at …"); "" while
-	// open, and for incidents over before migration 0037.
+	// open, and for incidents over before migration 0036.
 	ResolvedText   string
 	URL            string // the page to look at, a path
 	OpenedAt       time.Time

@@ -18,7 +18,7 @@ type ServicePause struct {
 	Reason   string
 	// KeptAt is when PausedBy, a person, took over the breaker's pause
 	// (Keep paused); PausedAt and Reason stay the breaker's. Nil for a
-	// pause no one took over (migration 0037).
+	// pause no one took over (migration 0036).
 	KeptAt *time.Time
 }
 
