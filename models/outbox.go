@@ -279,13 +279,18 @@ func FinishLinks(db *gorm.DB, outcomes []LinkOutcome, now time.Time) (stale int,
 				return fmt.Errorf("log attempts: %w", err)
 			}
 		}
+		var written []int64
 		for start := 0; start < len(outcomes); start += finishChunk {
 			chunk := outcomes[start:min(start+finishChunk, len(outcomes))]
-			n, err := finishChunkLinks(tx, chunk, now)
+			ids, err := finishChunkLinks(tx, chunk, now)
 			if err != nil {
 				return err
 			}
-			stale += len(chunk) - n
+			stale += len(chunk) - len(ids)
+			written = append(written, ids...)
+		}
+		if err := giveUpGoneObjects(tx, outcomes, written, now); err != nil {
+			return err
 		}
 		return releaseInProgress(tx, outcomes)
 	})
@@ -325,12 +330,12 @@ func shareRecords(tx *gorm.DB, outcomes []LinkOutcome) error {
 const finishChunk = 500
 
 // finishChunkLinks writes the new state of every link in one UPDATE … FROM a
-// list of values, and returns how many links it changed. A round trip per
-// link is what would otherwise bound the engine's rate on Postgres.
+// list of values, and returns the ids of the links it changed. A round trip
+// per link is what would otherwise bound the engine's rate on Postgres.
 //
 // The WHERE is the compare-and-set on status and lease owner: only the
 // worker that holds the lease may write the link's outcome.
-func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, error) {
+func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) ([]int64, error) {
 	// Postgres types a VALUES list from its contents; parameters have none.
 	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	if Dialect(tx) == Postgres {
@@ -348,15 +353,37 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) (int, 
 			o.SentFor, o.CreateBody)
 	}
 	args = append(args, now)
-	res := tx.Exec(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, delete_unknown, object_gone, last_error, last_http_code, error_group, trace_parent, next_key, sent_for, create_body)
+	var ids []int64
+	err := tx.Raw(`WITH v (id, owner, status, external_id, pushed_hash, attempts, next_attempt_at, needs_lookup, delete_unknown, object_gone, last_error, last_http_code, error_group, trace_parent, next_key, sent_for, create_body)
 		AS (VALUES `+values.String()+`)
 		UPDATE external_map SET `+finishSet+`
-		FROM v WHERE external_map.id = v.id AND external_map.status = 'processing' AND external_map.lease_owner = v.owner`,
-		args...)
-	if res.Error != nil {
-		return 0, fmt.Errorf("finish %d links: %w", len(outcomes), res.Error)
+		FROM v WHERE external_map.id = v.id AND external_map.status = 'processing' AND external_map.lease_owner = v.owner
+		RETURNING external_map.id`,
+		args...).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("finish %d links: %w", len(outcomes), err)
 	}
-	return int(res.RowsAffected), nil
+	return ids, nil
+}
+
+// giveUpGoneObjects keeps, as objects their links gave up, the objects
+// the outcomes found gone (ObjectGone: an update's 404, and no object
+// under our key) — the ones the links named as claimed — of the links the
+// finish wrote (written): a link whose lease was taken away keeps its new
+// owner's state, and with it its object. The link, re-created, no longer
+// names the old object, and a late event about it, which carries our key,
+// must not find the link waiting for an id to adopt. Most batches gave up
+// none, and cost no statement.
+func giveUpGoneObjects(tx *gorm.DB, outcomes []LinkOutcome, written []int64, now time.Time) error {
+	for _, o := range outcomes {
+		if !o.ObjectGone || o.Link.ExternalID == "" || !slices.Contains(written, o.Link.ID) {
+			continue
+		}
+		if err := giveUpObject(tx, o.Link.ID, o.Link.ExternalID, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finishSet is the new state of a finished link: a success records the

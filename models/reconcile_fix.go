@@ -85,12 +85,22 @@ func unchanged(tx *gorm.DB, run FixRun, f Finding, status Status) *gorm.DB {
 // read, a list that leaves archived objects out): a found object is
 // adopted, never doubled. A link the provider said was deleted is never
 // here: re-creating that one is an operator's decision.
+//
+// The object forgotten is kept as one the link gave up: until the lookup
+// or the create names the link's object, a late event about the old one,
+// which carries our key, would otherwise find the link with no id and be
+// applied to it (adopted, or marked deleted and re-created again). Should
+// the lookup find that very object after all, the link points at it again,
+// and events about it apply again (see DeletedObject's callers).
 func recreateLink(tx *gorm.DB, run FixRun, f Finding, now time.Time) (bool, error) {
 	key := fmt.Sprintf("%s-%d-r%d", CreateKey(f.LocalType, f.LocalID), now.Unix(), run.ID)
 	res := unchanged(tx, run, f, StatusSuccess).Where("remote_deleted_at IS NULL").Updates(map[string]any{
 		"external_id": "", "idempotency_key": key, "needs_lookup": true, "delete_unknown": false, "create_payload": "", "pushed_hash": "",
 		"status": StatusNew, "attempts": 0, "next_attempt_at": now, "last_error": "", "error_group": "", "updated_at": now})
-	return res.RowsAffected == 1, res.Error
+	if res.Error != nil || res.RowsAffected == 0 {
+		return false, res.Error
+	}
+	return true, giveUpObject(tx, *f.LinkID, f.LinkExternalID, now)
 }
 
 // requeueLink makes a successful link due again, so that the outbox pushes

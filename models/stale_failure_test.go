@@ -135,3 +135,52 @@ func TestTheRemoteDeletionMarkGoesWithTheObject(t *testing.T) {
 		})
 	}
 }
+
+// A send that found its link's object gone (ObjectGone) gives it up with
+// its finish, whether the create that followed made a new object or is to
+// be retried: an event about the old object, which carries our key, must
+// not find the link waiting for an id to adopt. A send that reached the
+// object gives nothing up, and neither does a finish whose lease was taken
+// away meanwhile: the link keeps its new owner's state, and its object.
+func TestAFinishGivesUpTheObjectItsSendFoundGone(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	v1, h1, _ := models.CanonicalPayload([]byte(`{"title":"Order 1"}`))
+	for _, tc := range []struct {
+		name     string
+		outcome  func(models.LinkOutcome) models.LinkOutcome
+		stolen   bool // the lease was taken away before the finish
+		wantKept bool
+	}{
+		{"a new object made", func(o models.LinkOutcome) models.LinkOutcome {
+			o.Status, o.ExternalID, o.PushedHash, o.ObjectGone, o.NextKey = models.StatusSuccess, "deal_2", h1, true, "i-g2"
+			return o
+		}, false, true},
+		{"its create to retry", func(o models.LinkOutcome) models.LinkOutcome {
+			o.Status, o.ObjectGone, o.NeedsLookup, o.NextKey = models.StatusRetry, true, true, "i-g2"
+			return o
+		}, false, true},
+		{"the object updated after all", func(o models.LinkOutcome) models.LinkOutcome {
+			o.Status, o.ExternalID, o.PushedHash = models.StatusSuccess, "deal_1", h1
+			return o
+		}, false, false},
+		{"its lease taken away meanwhile", func(o models.LinkOutcome) models.LinkOutcome {
+			o.Status, o.ObjectGone, o.NeedsLookup, o.NextKey = models.StatusRetry, true, true, "i-g2"
+			return o
+		}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				claimed := claimOrder(t, db, v1, h1, now, func(l *models.Link) { l.ExternalID = "deal_1" })
+				if tc.stolen {
+					require.NoError(t, db.Model(&models.Link{}).Where("id = ?", claimed.ID).Update("lease_owner", "w/2").Error)
+				}
+				out := tc.outcome(models.LinkOutcome{Link: claimed.Link, Attempts: 1, NextAttempt: now, SentFor: h1})
+				_, err := models.FinishLinks(db, []models.LinkOutcome{out}, now)
+				require.NoError(t, err)
+				kept, err := models.DeletedObject(db, claimed.ID, "deal_1")
+				require.NoError(t, err)
+				require.Equal(t, tc.wantKept, kept, "whether deal_1 is kept as an object the link gave up")
+			})
+		})
+	}
+}

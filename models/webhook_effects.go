@@ -34,28 +34,45 @@ func MarkRemoteDeleted(tx *gorm.DB, id int64, service, object, reason string, no
 	res := tx.Model(&Link{}).Where("id = ? AND status <> ?", id, StatusProcessing).Updates(map[string]any{
 		"remote_deleted_at": now, "status": StatusFailed, "last_error": reason, "last_http_code": 0, "updated_at": now,
 		"error_group": ErrorGroup(service, 0, "deleted remotely: re-create after confirming")})
-	if res.Error != nil || res.RowsAffected == 0 || object == "" {
+	if res.Error != nil || res.RowsAffected == 0 {
 		return res.RowsAffected > 0, res.Error
 	}
-	// DO NOTHING: the same object reported deleted again (restored, adopted
-	// again, deleted again) is the same fact, kept from its first report.
-	err := tx.Clauses(clause.OnConflict{DoNothing: true}).
-		Create(&RemoteDeletedObject{LinkID: id, ExternalID: object, ReportedAt: now}).Error
+	err := giveUpObject(tx, id, object, now)
 	return err == nil, err
 }
 
-// RemoteDeletedObject is an object a provider reported deleted, kept with
-// the link it was matched to: re-created, the link points at another
-// object, and an event about this one still carries our key.
+// giveUpObject keeps object ("" for none: nothing to keep) as one link id
+// gave up, in the caller's transaction with the write that gave it up: the
+// provider reported it deleted, or said it is not there, and the link
+// forgot it to create a new one. Every path that re-creates a link's object
+// calls it, so that a late event about the old object is told from one
+// about the new (see DeletedObject). DO NOTHING: the same object given up
+// again (restored, adopted again, deleted again) is the same fact, kept
+// from its first report.
+func giveUpObject(tx *gorm.DB, id int64, object string, now time.Time) error {
+	if object == "" {
+		return nil
+	}
+	err := tx.Clauses(clause.OnConflict{DoNothing: true}).
+		Create(&RemoteDeletedObject{LinkID: id, ExternalID: object, ReportedAt: now}).Error
+	if err != nil {
+		return fmt.Errorf("keep %s as an object link %d gave up: %w", object, id, err)
+	}
+	return nil
+}
+
+// RemoteDeletedObject is an object a link gave up, kept with the link: its
+// provider reported it deleted or missing, and the link, re-created, points
+// at another object, while an event about this one still carries our key.
 type RemoteDeletedObject struct {
 	LinkID     int64  `gorm:"primaryKey;autoIncrement:false"`
 	ExternalID string `gorm:"primaryKey"`
 	ReportedAt time.Time
 }
 
-// DeletedObject reports whether the provider reported its object
-// externalID deleted as the object of link id: an event about it is about
-// an object the link gave up, not the one it points at now.
+// DeletedObject reports whether link id gave up the object externalID (see
+// giveUpObject): an event about it is about an object the link gave up, not
+// the one it points at now.
 func DeletedObject(tx *gorm.DB, id int64, externalID string) (bool, error) {
 	var n int64
 	err := tx.Model(&RemoteDeletedObject{}).Where("link_id = ? AND external_id = ?", id, externalID).Count(&n).Error

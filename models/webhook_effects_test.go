@@ -422,3 +422,20 @@ func TestAnAdoptedObjectOfADeletedRecordIsDeleted(t *testing.T) {
 		}
 	})
 }
+
+// An operator's Re-create gives up the object the link names, in the same
+// transaction: a link marked deleted before given-up objects were kept
+// (migration 0034), or whose object was adopted since its mark, has none
+// kept for it yet.
+func TestRecreateGivesUpTheObjectItForgets(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		l := effectLink(t, db, "1", "crm", models.StatusFailed, func(l *models.Link) { l.RemoteDeletedAt = &effectsNow })
+		got, err := models.Recreate(db, l.ID, effectsNow)
+		require.NoError(t, err)
+		require.Empty(t, got.ExternalID)
+		require.Equal(t, models.StatusNew, got.Status)
+		gone, err := models.DeletedObject(db, l.ID, l.ExternalID)
+		require.NoError(t, err)
+		require.True(t, gone, "%s is kept as an object the link gave up", l.ExternalID)
+	})
+}

@@ -3,6 +3,8 @@ package inbox
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/models/discrepancy"
 	"github.com/syncdesk/syncdesk/sync/config"
 	"github.com/syncdesk/syncdesk/sync/redact"
 )
@@ -53,6 +56,47 @@ func TestMarkDeletedThenRecreate(t *testing.T) {
 	})
 }
 
+// givenUpEffects are the effects of every kind, for the late events about
+// an object a link gave up.
+var givenUpEffects = map[string]config.Effect{
+	"customer.deleted":  {MarkDeleted: config.DeletedRecreate},
+	"customer.created":  {Adopt: true},
+	"customer.updated":  {UpdateFields: config.Body{Fields: map[string]string{"amount": ".data.object.amount"}}},
+	"customer.checked":  {KeepOurs: true},
+	"payment.succeeded": {SetState: "paid"},
+}
+
+// lateEventsChangeNothing delivers an event of each type of givenUpEffects
+// about pay_1, an object order/1's link gave up, carrying our key, and
+// checks that each is stored as ignored with want as its note, and changes
+// neither the link nor the record.
+func (e *env) lateEventsChangeNothing(stage, want string) {
+	t := e.t
+	t.Helper()
+	before := e.link("payments", "1")
+	rec, err := models.RecordByKey(e.db, "order", "1")
+	require.NoError(t, err)
+	for _, typ := range slices.Sorted(maps.Keys(givenUpEffects)) {
+		e.clock.Advance(time.Minute) // after the record's last change: not older news
+		obj := `{"id":"pay_1","metadata":{"key":"site_order_1"},"amount":5}`
+		res, err := e.deliver("payments", shopEvent("evt_"+stage+"_"+typ, typ, obj, e.clock.Now().Unix()))
+		require.NoError(t, err)
+		require.Equal(t, models.EventIgnored, res.Outcome, "%s, %s about the given-up pay_1: %s", stage, typ, res.Note)
+		require.Equal(t, want, res.Note, "%s, %s", stage, typ)
+		require.Equal(t, before, e.link("payments", "1"), "%s, %s about the given-up pay_1 changed the link", stage, typ)
+		after, err := models.RecordByKey(e.db, "order", "1")
+		require.NoError(t, err)
+		require.JSONEq(t, rec.Payload, after.Payload, "%s, %s about the given-up pay_1 changed the record", stage, typ)
+	}
+}
+
+// createAnswered gives order/1's re-created link the new create's answer:
+// pay_2, in success.
+func (e *env) createAnswered(linkID int64) {
+	require.NoError(e.t, e.db.Model(&models.Link{}).Where("id = ?", linkID).
+		Updates(map[string]any{"external_id": "pay_2", "status": models.StatusSuccess}).Error, "the new create's answer")
+}
+
 // A link re-created after the provider reported its object deleted has
 // given that object up. A late delivery or a replay about it still carries
 // our key, which finds the link: whatever its type's effect, it must change
@@ -60,13 +104,7 @@ func TestMarkDeletedThenRecreate(t *testing.T) {
 // and once it is, and say so where a person reads it (the record's page).
 func TestAnEventAboutAnObjectTheLinkGaveUpChangesNothing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		e := shop(t, db, map[string]config.Effect{
-			"customer.deleted":  {MarkDeleted: config.DeletedRecreate},
-			"customer.created":  {Adopt: true},
-			"customer.updated":  {UpdateFields: config.Body{Fields: map[string]string{"amount": ".data.object.amount"}}},
-			"customer.checked":  {KeepOurs: true},
-			"payment.succeeded": {SetState: "paid"},
-		})
+		e := shop(t, db, givenUpEffects)
 		e.payment("1") // order/1, linked to pay_1 under our key site_order_1
 		res, err := e.deliver("payments", shopEvent("evt_del", "customer.deleted", `{"id":"pay_1","metadata":{"key":"site_order_1"}}`, e.clock.Now().Unix()))
 		require.NoError(t, err)
@@ -74,31 +112,17 @@ func TestAnEventAboutAnObjectTheLinkGaveUpChangesNothing(t *testing.T) {
 		linkID := e.link("payments", "1").ID
 
 		late := func(stage, want string) {
+			e.lateEventsChangeNothing(stage, want)
 			before := e.link("payments", "1")
-			rec, err := models.RecordByKey(db, "order", "1")
-			require.NoError(t, err)
-			for _, typ := range []string{"customer.deleted", "customer.created", "customer.updated", "customer.checked", "payment.succeeded"} {
-				e.clock.Advance(time.Minute) // after the record's last change: not older news
-				obj := `{"id":"pay_1","metadata":{"key":"site_order_1"},"amount":5}`
-				res, err := e.deliver("payments", shopEvent("evt_"+stage+"_"+typ, typ, obj, e.clock.Now().Unix()))
-				require.NoError(t, err)
-				require.Equal(t, models.EventIgnored, res.Outcome, "%s, %s about the deleted pay_1: %s", stage, typ, res.Note)
-				require.Equal(t, want, res.Note, "%s, %s", stage, typ)
-				require.Equal(t, before, e.link("payments", "1"), "%s, %s about the deleted pay_1 changed the link", stage, typ)
-				after, err := models.RecordByKey(db, "order", "1")
-				require.NoError(t, err)
-				require.JSONEq(t, rec.Payload, after.Payload, "%s, %s about the deleted pay_1 changed the record", stage, typ)
-			}
 			res, err := e.rc.Replay(context.Background(), "payments", "evt_del", "ana@example.com")
 			require.NoError(t, err)
 			require.Equal(t, models.EventIgnored, res.Outcome, "%s, a replay of the deletion: %s", stage, res.Note)
 			require.Equal(t, want, res.Note, "%s, a replay of the deletion", stage)
 			require.Equal(t, before, e.link("payments", "1"), "%s: a replay of the deletion changed the link", stage)
 		}
-		late("creating", "about pay_1, which payments reported deleted, and which is being re-created for order/1: nothing to do")
-		require.NoError(t, db.Model(&models.Link{}).Where("id = ?", linkID).
-			Updates(map[string]any{"external_id": "pay_2", "status": models.StatusSuccess}).Error, "the new create's answer")
-		late("created", "about pay_1, which payments reported deleted, and which was re-created as pay_2 for order/1: nothing to do")
+		late("creating", "about pay_1, which payments reported deleted or missing, and which is being re-created for order/1: nothing to do")
+		e.createAnswered(linkID)
+		late("created", "about pay_1, which payments reported deleted or missing, and which was re-created as pay_2 for order/1: nothing to do")
 
 		var shown int64
 		require.NoError(t, db.Model(&models.ProcessedEvent{}).Where("link_id = ? AND outcome = ?", linkID, models.EventIgnored).Count(&shown).Error)
@@ -109,6 +133,71 @@ func TestAnEventAboutAnObjectTheLinkGaveUpChangesNothing(t *testing.T) {
 		require.Equal(t, models.EventApplied, res.Outcome, "an event about the new object applies: %s", res.Note)
 		require.Equal(t, "paid", e.status("1"))
 	})
+}
+
+// Every re-create gives its link's object up, not only a webhook's
+// mark_deleted: the outbox's, when an update found no object after a
+// delete of ours whose outcome was unknown (here its create's answer is
+// lost, and the link waits with no id); reconciliation's, of an object its
+// listing did not return; and an operator's Re-create of a link marked
+// deleted before given-up objects were kept (migration 0034), or whose
+// object was adopted since its mark. A late event about the old object
+// must change nothing there either, while the new object is being created
+// and once it is.
+func TestAnEventAboutAnObjectAnyRecreateGaveUpChangesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		recreate func(t *testing.T, e *env, l models.Link)
+	}{
+		{"the outbox's re-create after an update's 404", func(t *testing.T, e *env, l models.Link) {
+			require.NoError(t, e.db.Model(&models.Link{}).Where("id = ?", l.ID).
+				Updates(map[string]any{"status": models.StatusNew, "delete_unknown": true}).Error)
+			claimed, err := models.ClaimDue(e.db, "w/1", e.clock.Now(), time.Minute, 10, nil)
+			require.NoError(t, err)
+			require.Len(t, claimed, 1)
+			out := models.LinkOutcome{Link: claimed[0].Link, Status: models.StatusRetry, ObjectGone: true, NeedsLookup: true,
+				NextKey: l.IdempotencyKey + "-g2", CreateBody: claimed[0].Payload, SentFor: claimed[0].ContentHash,
+				Attempts: 1, NextAttempt: e.clock.Now().Add(time.Hour), LastError: "the create's answer was lost"}
+			stale, err := models.FinishLinks(e.db, []models.LinkOutcome{out}, e.clock.Now())
+			require.NoError(t, err)
+			require.Zero(t, stale)
+		}},
+		{"reconciliation's re-create of a missing object", func(t *testing.T, e *env, l models.Link) {
+			run := models.FixRun{ID: 1, Service: "payments", StartedAt: e.clock.Now().Add(time.Second)}
+			e.clock.Advance(time.Minute)
+			f := models.Finding{Kind: discrepancy.MissingRemote, LocalType: "order", LocalID: "1", ExternalKey: l.ExternalKey,
+				LinkID: &l.ID, LinkExternalID: l.ExternalID}
+			applied, err := models.ApplyFix(e.db, run, f, e.clock.Now())
+			require.NoError(t, err)
+			require.True(t, applied, "the fix re-created the link")
+		}},
+		{"an operator's Re-create", func(t *testing.T, e *env, l models.Link) {
+			now := e.clock.Now()
+			require.NoError(t, e.db.Model(&models.Link{}).Where("id = ?", l.ID).
+				Updates(map[string]any{"status": models.StatusFailed, "remote_deleted_at": now}).Error, "marked before 0034")
+			_, err := models.Recreate(e.db, l.ID, now)
+			require.NoError(t, err)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				e := shop(t, db, givenUpEffects)
+				e.payment("1") // order/1, linked to pay_1 under our key site_order_1
+				tc.recreate(t, e, e.link("payments", "1"))
+				l := e.link("payments", "1")
+				require.Empty(t, l.ExternalID, "the link forgot pay_1")
+
+				e.lateEventsChangeNothing("creating",
+					"about pay_1, which payments reported deleted or missing, and which is being re-created for order/1: nothing to do")
+				e.createAnswered(l.ID)
+				e.lateEventsChangeNothing("created",
+					"about pay_1, which payments reported deleted or missing, and which was re-created as pay_2 for order/1: nothing to do")
+				res, err := e.deliver("payments", shopEvent("evt_new", "payment.succeeded", `{"id":"pay_2","metadata":{"key":"site_order_1"}}`, e.clock.Now().Unix()))
+				require.NoError(t, err)
+				require.Equal(t, models.EventApplied, res.Outcome, "an event about the new object applies: %s", res.Note)
+			})
+		})
+	}
 }
 
 // adopt links the object that carries our key to the link that never

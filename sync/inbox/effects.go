@@ -325,7 +325,8 @@ func linkOf(tx *gorm.DB, service, id, key string) (*models.Link, string, error) 
 // another object's. Else it notes the link with the event.
 //
 // A link found by our key alone may have given up the event's object: the
-// provider reported it deleted, and the link was re-created as a new object
+// provider reported it deleted, or said it is not there (an update's 404, a
+// reconciliation's listing), and the link was re-created as a new object
 // (or is being). A late delivery or a replay about the old one, applied,
 // would mark the new one deleted (and re-create it again), adopt the dead
 // id, or write the dead object's fields over the record.
@@ -353,10 +354,10 @@ func checkLink(tx *gorm.DB, link *models.Link, id, key string, err error) (strin
 	return "", nil
 }
 
-// givenUp says why an event about id, an object the provider reported
-// deleted as link's, changes nothing.
+// givenUp says why an event about id, an object link gave up (its
+// provider reported it deleted or missing), changes nothing.
 func givenUp(link *models.Link, id string) string {
-	about := fmt.Sprintf("about %s, which %s reported deleted", id, link.ExternalService)
+	about := fmt.Sprintf("about %s, which %s reported deleted or missing", id, link.ExternalService)
 	record := link.LocalType + "/" + link.LocalID
 	switch {
 	case link.RemoteDeletedAt != nil:

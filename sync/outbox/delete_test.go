@@ -336,6 +336,22 @@ func TestARecreateWhoseAnswerWasLostIsDeletedWithItsRecord(t *testing.T) {
 	})
 }
 
+// The update that found no object after a lost delete gives that object up
+// with the send's finish, whether the create that follows answers or its
+// answer is lost: a late webhook about it, which carries our key, must not
+// find the link waiting for an id (models.DeletedObject, which the inbox
+// asks).
+func TestARecreateAfterAnUpdates404GivesTheOldObjectUp(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := syncedOrder(t, db)
+		first, l := e.recreateAnswerLost()
+		require.Empty(t, l.ExternalID, "the create's answer was lost")
+		gone, err := models.DeletedObject(db, l.ID, first.ExternalID)
+		require.NoError(t, err)
+		require.True(t, gone, "%s, which the update found gone, is kept as an object the link gave up", first.ExternalID)
+	})
+}
+
 // The object a lost delete removed is created anew, that create's answer is
 // lost, and the record is written again before the next attempt. The lookup
 // finds the object the create made, which holds the create's body, not the
