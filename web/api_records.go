@@ -35,6 +35,9 @@ func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
 // false); a new one queues a push to every routed service.
 func (s *Server) apiPutRecord(c echo.Context) error {
 	typ, id := c.Param("type"), c.Param("id")
+	if _, err := bodyMedia(c.Request(), "a record is sent as "+echo.MIMEApplicationJSON, echo.MIMEApplicationJSON); err != nil {
+		return err
+	}
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, models.MaxPayload+1))
 	if err != nil {
 		return errBadRequest("could not read the request body")

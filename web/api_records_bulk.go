@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -104,11 +103,10 @@ func (s *Server) apiPostRecords(c echo.Context) error {
 // readBatch reads a batch's body into its records, each as sent: 413 over
 // the size or count limits, 400 naming where the JSON breaks.
 func readBatch(r *http.Request) ([]json.RawMessage, error) {
-	media, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if media != "" && media != echo.MIMEApplicationJSON && media != contentNDJSON {
-		return nil, &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf(
-			"a batch is sent as %s (an array of records) or %s (one record per line), not %s",
-			echo.MIMEApplicationJSON, contentNDJSON, media)}
+	media, err := bodyMedia(r, fmt.Sprintf("a batch is sent as %s (an array of records) or %s (one record per line)",
+		echo.MIMEApplicationJSON, contentNDJSON), echo.MIMEApplicationJSON, contentNDJSON)
+	if err != nil {
+		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBatchBody+1))
 	if err != nil {

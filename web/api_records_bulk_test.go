@@ -28,10 +28,7 @@ type recordsAnswer struct {
 // postBatch sends a batch with a content type and reads the answer.
 func (a *api) postBatch(contentType, body string) (int, recordsAnswer) {
 	a.c.b.t.Helper()
-	saved := a.auth.Get("Content-Type")
-	a.auth.Set("Content-Type", contentType)
-	defer a.auth.Set("Content-Type", saved)
-	r := a.send("POST", "/api/v1/records", body)
+	r := a.sendAs(contentType, "POST", "/api/v1/records", body)
 	var out recordsAnswer
 	require.NoError(a.c.b.t, json.Unmarshal([]byte(r.body), &out), "every API answer is JSON: %.200s", r.body)
 	return r.status, out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,65 @@ func (a *api) do(method, path, body string) (int, map[string]any) {
 	var out map[string]any
 	require.NoError(a.c.b.t, json.Unmarshal([]byte(r.body), &out), "every API answer is JSON")
 	return r.status, out
+}
+
+// sendAs is send with the body's Content-Type contentType, none for "".
+func (a *api) sendAs(contentType, method, path, body string) response {
+	a.c.b.t.Helper()
+	saved := a.auth.Get("Content-Type")
+	a.auth.Set("Content-Type", contentType)
+	if contentType == "" {
+		a.auth.Del("Content-Type")
+	}
+	defer a.auth.Set("Content-Type", saved)
+	return a.send(method, path, body)
+}
+
+// A record's body is JSON, sent as such: another Content-Type (text/plain,
+// curl's form default), none, or one that cannot be read is refused with a
+// 415 in words and nothing is stored, by the single PUT as by the batch,
+// as README and the API's description say.
+func TestTheRecordsAPITakesOnlyJSONBodies(t *testing.T) {
+	t.Parallel()
+	b := setupSQLite(t)
+	a := b.api()
+	put, batch := `{"title":"Order 1"}`, `[{"type":"order","id":"1","payload":{"title":"Order 1"}}]`
+	for _, tc := range []struct {
+		contentType, method, path, body string
+		code                            int
+		error                           string
+	}{
+		{"text/plain", "PUT", "/api/v1/records/order/1", put, http.StatusUnsupportedMediaType,
+			"a record is sent as application/json, not text/plain"},
+		{"application/x-www-form-urlencoded", "PUT", "/api/v1/records/order/1", put, http.StatusUnsupportedMediaType,
+			"a record is sent as application/json, not application/x-www-form-urlencoded"},
+		{"application/x-ndjson", "PUT", "/api/v1/records/order/1", put, http.StatusUnsupportedMediaType,
+			"a record is sent as application/json, not application/x-ndjson"},
+		{"application/json; charset", "PUT", "/api/v1/records/order/1", put, http.StatusUnsupportedMediaType,
+			`a record is sent as application/json; the Content-Type "application/json; charset" could not be read`},
+		{"", "PUT", "/api/v1/records/order/1", put, http.StatusUnsupportedMediaType,
+			"a record is sent as application/json; the request has no Content-Type"},
+		{"", "POST", "/api/v1/records", batch, http.StatusUnsupportedMediaType,
+			"a batch is sent as application/json (an array of records) or application/x-ndjson (one record per line); " +
+				"the request has no Content-Type"},
+		{"text/plain", "POST", "/api/v1/records", batch, http.StatusUnsupportedMediaType,
+			"a batch is sent as application/json (an array of records) or application/x-ndjson (one record per line), not text/plain"},
+		{"application/json; charset", "POST", "/api/v1/records", batch, http.StatusUnsupportedMediaType,
+			"a batch is sent as application/json (an array of records) or application/x-ndjson (one record per line); " +
+				`the Content-Type "application/json; charset" could not be read`},
+	} {
+		r := a.sendAs(tc.contentType, tc.method, tc.path, tc.body)
+		require.Equal(t, tc.code, r.status, "%s %s as %s: %s", tc.method, tc.path, tc.contentType, r.body)
+		require.JSONEq(t, `{"error":`+strconv.Quote(tc.error)+`}`, r.body, "%s as %s", tc.method, tc.contentType)
+	}
+	require.Zero(t, b.count(&models.Record{}), "nothing refused was stored")
+
+	for _, contentType := range []string{"application/json; charset=utf-8", "Application/JSON"} {
+		r := a.sendAs(contentType, "PUT", "/api/v1/records/order/1", put)
+		require.Equal(t, http.StatusOK, r.status, "a PUT as %q: %s", contentType, r.body)
+		r = a.sendAs(contentType, "POST", "/api/v1/records", batch)
+		require.Equal(t, http.StatusOK, r.status, "a batch as %q: %s", contentType, r.body)
+	}
 }
 
 func TestRecordsAPIUpsertIsIdempotent(t *testing.T) {

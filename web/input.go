@@ -2,8 +2,11 @@ package web
 
 import (
 	"errors"
+	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -106,4 +109,25 @@ func allText(values []string) bool {
 		}
 	}
 	return true
+}
+
+// bodyMedia is the media type of a request's body, one of accepted, which
+// sendAs says in words ("a record is sent as application/json"); another,
+// none, or a Content-Type that cannot be read is answered 415 in those
+// words. None is refused too: the API's description (openapi.yaml), which
+// README points clients to, takes these bodies only with their type, and a
+// body of unknown type may be a form that merely looks like JSON.
+func bodyMedia(r *http.Request, sendAs string, accepted ...string) (string, error) {
+	header := r.Header.Get("Content-Type")
+	if strings.TrimSpace(header) == "" {
+		return "", &statusError{http.StatusUnsupportedMediaType, sendAs + "; the request has no Content-Type"}
+	}
+	media, _, err := mime.ParseMediaType(header)
+	if err != nil {
+		return "", &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("%s; the Content-Type %q could not be read", sendAs, header)}
+	}
+	if !slices.Contains(accepted, media) {
+		return "", &statusError{http.StatusUnsupportedMediaType, fmt.Sprintf("%s, not %s", sendAs, media)}
+	}
+	return media, nil
 }

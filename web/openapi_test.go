@@ -114,13 +114,14 @@ func TestOpenAPIEveryDocumentedAnswerIsSeen(t *testing.T) {
 	a.do("GET", "/api/v1/links?status=lost", "")
 	anon.get("/api/v1/links")
 
-	// putRecord: 200, 400 (a bad id), 401, 413.
+	// putRecord: 200, 400 (a bad id), 401, 413, 415.
 	code, out := a.do("PUT", "/api/v1/records/order/1", `{"title":"Order 1"}`)
 	require.Equal(t, http.StatusOK, code, out)
 	require.Equal(t, http.StatusBadRequest, a.send("PUT", "/api/v1/records/order/a%20b", `{"title":"x"}`).status)
 	anon.do(http.MethodPut, "/api/v1/records/order/1", nil, nil)
 	big := `{"x":"` + strings.Repeat("a", models.MaxPayload) + `"}`
 	require.Equal(t, http.StatusRequestEntityTooLarge, a.send("PUT", "/api/v1/records/order/1", big).status)
+	require.Equal(t, http.StatusUnsupportedMediaType, a.sendAs("text/plain", "PUT", "/api/v1/records/order/1", `{"title":"x"}`).status)
 
 	// postRecords: 200 (JSON and NDJSON), 400, 401, 413, 415.
 	code, batch := a.postBatch("application/json", `[{"type":"order","id":"2","payload":{"title":"Order 2"}},7]`)
