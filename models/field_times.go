@@ -16,7 +16,8 @@ import (
 // changed since records.field_times_since; a field it does not name last
 // changed at or before field_times_since, or, while that is NULL (nothing
 // changed since the record was first written, or since the migration), at
-// or before updated_at.
+// or before updated_at. An upsert drops the times of the fields removed by
+// an earlier write (pruneGone), which then count as unnamed.
 
 // fieldTimeLayout is how field_times writes a time, in UTC.
 const fieldTimeLayout = time.RFC3339Nano
@@ -63,6 +64,11 @@ func stampFields(fieldTimes string, fields []string, at time.Time) (string, erro
 	if err != nil {
 		return "", err
 	}
+	return stampNamed(named, fields, at)
+}
+
+// stampNamed is stampFields on field times already read.
+func stampNamed(named map[string]string, fields []string, at time.Time) (string, error) {
 	for _, f := range fields {
 		named[f] = at.UTC().Format(fieldTimeLayout)
 	}
@@ -121,6 +127,10 @@ func storedForUpsert(tx *gorm.DB, sorted []RecordWrite) (map[RecordKey]storedRec
 // same exactly when its text is, nested objects and numbers alike; the
 // comparison is in Go, not in SQL, which on SQLite would pair every field
 // with every other and on Postgres refuse a payload holding \u0000.
+//
+// The times of fields that neither payload has are dropped (pruneGone):
+// without that, a record whose fields come and go would name every field
+// it ever had, for ever.
 func fieldTimesAfter(stored storedRecord, payload string, now time.Time) (string, error) {
 	var before, after map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(stored.Payload), &before); err != nil {
@@ -140,5 +150,30 @@ func fieldTimesAfter(stored storedRecord, payload string, now time.Time) (string
 			fields = append(fields, f)
 		}
 	}
-	return stampFields(stored.FieldTimes, fields, now)
+	named, err := decodeFieldTimes(stored.FieldTimes)
+	if err != nil {
+		return "", err
+	}
+	pruneGone(named, before, after)
+	return stampNamed(named, fields, now)
+}
+
+// pruneGone drops from named the times of the fields that neither the
+// payload before a write nor the one after it has: fields removed by an
+// earlier write. A field this write removes keeps its time (stamped now)
+// until the record's next write: a provider's change of it made before
+// the removal, which arrives meanwhile — the usual race of a removal with
+// a change at the provider — is older news, and does not bring it back.
+// Once dropped, the field counts as changed when the record's field times
+// began (FieldTimes.Of), as a field it never had does; the fields the
+// payload has keep their own times, so no change of one is lost behind
+// another's.
+func pruneGone(named map[string]string, before, after map[string]json.RawMessage) {
+	for f := range named {
+		_, had := before[f]
+		_, has := after[f]
+		if !had && !has {
+			delete(named, f)
+		}
+	}
 }

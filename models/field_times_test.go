@@ -1,6 +1,10 @@
 package models_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,7 +64,48 @@ func TestAnUpsertNotesWhenEachFieldItChangedDid(t *testing.T) {
 		require.Equal(t, want, fieldsAt(t, db, "1", "a", "b", "c", "d", "e", "f", "g"), "a delete changes no field")
 		require.True(t, upsertOrder(t, db, `{"a":"1","b":"z","c":{"k":[2,1]},"d":0,"f":"new"}`, at(6)), "written again after its delete")
 		want["b"] = at(6)
+		want["e"] = at(0) // removed by an earlier write: its time is dropped (see the next test)
 		require.Equal(t, want, fieldsAt(t, db, "1", "a", "b", "c", "d", "e", "f", "g"))
+	})
+}
+
+// namedFields lists the fields order/id's field times name.
+func namedFields(t *testing.T, db *gorm.DB, id string) []string {
+	t.Helper()
+	rec, err := models.RecordByKey(db, "order", id)
+	require.NoError(t, err)
+	var named map[string]string
+	require.NoError(t, json.Unmarshal([]byte(rec.FieldTimes), &named))
+	return slices.Sorted(maps.Keys(named))
+}
+
+// The field times name only the fields the payload has, and those the
+// record's last write removed: a record whose fields come and go does not
+// keep, for ever, when each one it ever had last changed. A field removed
+// keeps its time until the next write, so a provider's change of it made
+// before its removal is older news meanwhile; the fields the payload has
+// keep their own times throughout.
+func TestAnUpsertForgetsTheTimesOfFieldsItsPayloadNoLongerHas(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+		at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+		require.True(t, upsertOrder(t, db, `{"a":1,"b":1,"c":1}`, at(0)))
+		require.True(t, upsertOrder(t, db, `{"a":1,"b":2,"c":1}`, at(1)))
+		require.True(t, upsertOrder(t, db, `{"a":1,"b":2}`, at(2)))
+		require.Equal(t, []string{"b", "c"}, namedFields(t, db, "1"), "c, just removed, keeps its time")
+		require.Equal(t, map[string]time.Time{"a": at(0), "b": at(1), "c": at(2)}, fieldsAt(t, db, "1", "a", "b", "c"))
+
+		require.True(t, upsertOrder(t, db, `{"a":2,"b":2}`, at(3)))
+		require.Equal(t, []string{"a", "b"}, namedFields(t, db, "1"), "c, removed by the write before, is no longer named")
+		require.Equal(t, map[string]time.Time{"a": at(3), "b": at(1), "c": at(0)}, fieldsAt(t, db, "1", "a", "b", "c"),
+			"c counts as changed when the record's field times began, as a field it never had")
+
+		for i := range 50 { // a field of its own in each write
+			require.True(t, upsertOrder(t, db, fmt.Sprintf(`{"a":2,"b":2,"k%d":1}`, i), at(4+i)))
+		}
+		require.Equal(t, []string{"a", "b", "k48", "k49"}, namedFields(t, db, "1"),
+			"the fields the payload has, and the one its last write removed")
+		require.Equal(t, map[string]time.Time{"a": at(3), "b": at(1)}, fieldsAt(t, db, "1", "a", "b"))
 	})
 }
 
