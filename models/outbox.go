@@ -367,16 +367,19 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) ([]int
 }
 
 // giveUpGoneObjects keeps, as objects their links gave up, the objects
-// the outcomes found gone (ObjectGone: an update's 404, and no object
-// under our key) — the ones the links named as claimed — of the links the
-// finish wrote (written): a link whose lease was taken away keeps its new
-// owner's state, and with it its object. The link, re-created, no longer
-// names the old object, and a late event about it, which carries our key,
-// must not find the link waiting for an id to adopt. Most batches gave up
-// none, and cost no statement.
+// the links named as claimed that the outcomes found gone (ObjectGone: an
+// update's 404, and no object under our key) or deleted (a delete done),
+// of the links the finish wrote (written): a link whose lease was taken
+// away keeps its new owner's state, and with it its object. The link,
+// re-created (or once its record is written again), no longer names the
+// old object, and a late event about it, which carries our key, must not
+// find the link waiting for an id to adopt — or mark it deleted, for our
+// own delete coming back. Most batches gave up none, and cost no
+// statement.
 func giveUpGoneObjects(tx *gorm.DB, outcomes []LinkOutcome, written []int64, now time.Time) error {
 	for _, o := range outcomes {
-		if !o.ObjectGone || o.Link.ExternalID == "" || !slices.Contains(written, o.Link.ID) {
+		gone := o.ObjectGone || o.Status == StatusDeleted
+		if !gone || o.Link.ExternalID == "" || !slices.Contains(written, o.Link.ID) {
 			continue
 		}
 		if err := giveUpObject(tx, o.Link.ID, o.Link.ExternalID, now); err != nil {

@@ -138,8 +138,9 @@ func TestTheRemoteDeletionMarkGoesWithTheObject(t *testing.T) {
 
 // A send that found its link's object gone (ObjectGone) gives it up with
 // its finish, whether the create that followed made a new object or is to
-// be retried: an event about the old object, which carries our key, must
-// not find the link waiting for an id to adopt. A send that reached the
+// be retried, and so does a delete done: an event about the old object,
+// which carries our key, must not find the link waiting for an id to adopt
+// (or mark it deleted) once the link is re-created. A send that reached the
 // object gives nothing up, and neither does a finish whose lease was taken
 // away meanwhile: the link keeps its new owner's state, and its object.
 func TestAFinishGivesUpTheObjectItsSendFoundGone(t *testing.T) {
@@ -157,6 +158,10 @@ func TestAFinishGivesUpTheObjectItsSendFoundGone(t *testing.T) {
 		}, false, true},
 		{"its create to retry", func(o models.LinkOutcome) models.LinkOutcome {
 			o.Status, o.ObjectGone, o.NeedsLookup, o.NextKey = models.StatusRetry, true, true, "i-g2"
+			return o
+		}, false, true},
+		{"the object deleted, as its record was", func(o models.LinkOutcome) models.LinkOutcome {
+			o.Status, o.PushedHash, o.SentFor, o.NextKey = models.StatusDeleted, models.DeletedHash, models.DeletedHash, "i-g2"
 			return o
 		}, false, true},
 		{"the object updated after all", func(o models.LinkOutcome) models.LinkOutcome {

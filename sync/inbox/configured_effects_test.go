@@ -138,8 +138,10 @@ func TestAnEventAboutAnObjectTheLinkGaveUpChangesNothing(t *testing.T) {
 // Every re-create gives its link's object up, not only a webhook's
 // mark_deleted: the outbox's, when an update found no object after a
 // delete of ours whose outcome was unknown (here its create's answer is
-// lost, and the link waits with no id); reconciliation's, of an object its
-// listing did not return; and an operator's Re-create of a link marked
+// lost, and the link waits with no id); the outbox's delete, once its
+// record is written again (a late event about the deleted object — our own
+// delete coming back — must not mark the new one deleted); reconciliation's,
+// of an object its listing did not return; and an operator's Re-create of a link marked
 // deleted before given-up objects were kept (migration 0034), or whose
 // object was adopted since its mark. A late event about the old object
 // must change nothing there either, while the new object is being created
@@ -161,6 +163,28 @@ func TestAnEventAboutAnObjectAnyRecreateGaveUpChangesNothing(t *testing.T) {
 			stale, err := models.FinishLinks(e.db, []models.LinkOutcome{out}, e.clock.Now())
 			require.NoError(t, err)
 			require.Zero(t, stale)
+		}},
+		{"the outbox's delete, its record written again since", func(t *testing.T, e *env, l models.Link) {
+			key := []models.RecordKey{{LocalType: "order", LocalID: "1"}}
+			_, err := models.TombstoneRecords(e.db, key, e.clock.Now())
+			require.NoError(t, err)
+			spec := []models.LinkSpec{{Service: "payments", ExternalKey: l.ExternalKey, IdempotencyKey: l.IdempotencyKey}}
+			require.NoError(t, models.EnsureLinks(e.db, "order", "1", spec, e.clock.Now()))
+			claimed, err := models.ClaimDue(e.db, "w/1", e.clock.Now(), time.Minute, 10, nil)
+			require.NoError(t, err)
+			require.Len(t, claimed, 1)
+			require.True(t, claimed[0].LeaseDeletes)
+			out := models.LinkOutcome{Link: claimed[0].Link, Status: models.StatusDeleted, PushedHash: models.DeletedHash,
+				SentFor: models.DeletedHash, NextKey: l.IdempotencyKey + "-g2", Attempts: 1, NextAttempt: e.clock.Now()}
+			stale, err := models.FinishLinks(e.db, []models.LinkOutcome{out}, e.clock.Now())
+			require.NoError(t, err)
+			require.Zero(t, stale)
+			e.clock.Advance(time.Minute)
+			payload, hash, err := models.CanonicalPayload([]byte(`{"amount":1000,"currency":"EUR","status":"pending"}`))
+			require.NoError(t, err)
+			_, err = models.UpsertRecord(e.db, "order", "1", payload, hash, e.clock.Now())
+			require.NoError(t, err)
+			require.NoError(t, models.EnsureLinks(e.db, "order", "1", spec, e.clock.Now()))
 		}},
 		{"reconciliation's re-create of a missing object", func(t *testing.T, e *env, l models.Link) {
 			run := models.FixRun{ID: 1, Service: "payments", StartedAt: e.clock.Now().Add(time.Second)}
