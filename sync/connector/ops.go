@@ -24,7 +24,8 @@ func (c *HTTP) CanUpsert(localType string) bool { return c.objects[localType].Up
 
 // Create asks the provider to create an object from the record, carrying the
 // idempotency key when the service honours one. A refusal that names an
-// object already carrying our key (the object's conflict setting) adopts it.
+// object already carrying our key (the object's conflict setting) adopts it;
+// see adoptConflict.
 func (c *HTTP) Create(ctx context.Context, rec Record, idemKey string) Call {
 	obj := c.objects[rec.LocalType]
 	hdr := http.Header{}
@@ -34,9 +35,7 @@ func (c *HTTP) Create(ctx context.Context, rec Record, idemKey string) Call {
 	call, a := c.write(ctx, obj, "create", obj.Create, rec, hdr)
 	call.IdempotencyKey = idemKey
 	if id := obj.conflictID(call.HTTPCode, a.decoded, a.raw); call.Class != OK && id != "" {
-		call.Class, call.Ambiguous, call.ExternalID = OK, false, id
-		call.Error = fmt.Sprintf("the provider already holds this record as %s (HTTP %d); syncdesk adopted it", id, call.HTTPCode)
-		return call
+		return c.adoptConflict(ctx, obj, rec, call, id)
 	}
 	if call.Class == OK {
 		call.ExternalID = obj.IDOf(a.decoded)
@@ -52,6 +51,60 @@ func (c *HTTP) Create(ctx context.Context, rec Record, idemKey string) Call {
 	}
 	return call
 }
+
+// adoptConflict settles a create the provider refused because an object
+// already holds a value that must be unique, naming that object (id). The
+// value may be our key — a second create of our own record, whose object
+// the link adopts — or another one: HubSpot keeps a contact's email unique
+// ("email address is the primary unique identifier to avoid duplicate
+// contacts", https://developers.hubspot.com/docs/api/crm/contacts), so
+// its 409 can name somebody else's contact, which never got our fields or
+// our key. Only the lookup by our key tells the two apart.
+func (c *HTTP) adoptConflict(ctx context.Context, obj object, rec Record, call Call, id string) Call {
+	refused := call.Error
+	call.Ambiguous = false // refused: the create made nothing
+	if obj.Lookup == "" {
+		call.Class = Permanent
+		call.Error = fmt.Sprintf("%s; syncdesk cannot look our key %s up to tell whether it is ours: %s",
+			c.holds(obj, id), rec.Key, refused)
+		return call
+	}
+	look := c.Lookup(ctx, rec.LocalType, rec.Key)
+	switch {
+	case look.Class != OK:
+		call.Class = look.Class
+		call.Error = fmt.Sprintf("%s; looking our key %s up to tell whether it is ours failed (%s): %s",
+			c.holds(obj, id), rec.Key, look.Error, refused)
+	case len(look.Found) == 1:
+		// Ours: the one named, or, when another value clashed, the object
+		// that carries our key already, which is the one the create was for.
+		call.Class, call.ExternalID = OK, look.Found[0]
+		call.Error = fmt.Sprintf("the provider already holds this record as %s (HTTP %d); syncdesk adopted it", look.Found[0], call.HTTPCode)
+	case len(look.Found) > 1:
+		call.Class, call.Found = Permanent, look.Found
+		call.Error = fmt.Sprintf("%d objects carry our key %s (ids %s): a person must decide which one to keep",
+			len(look.Found), rec.Key, strings.Join(look.Found, ", "))
+	case !obj.StrongLookup():
+		// A search that lags may not show our own object made a moment
+		// ago: ask again later rather than call it somebody else's.
+		call.Class = Temporary
+		call.Error = fmt.Sprintf("%s; a search for our key %s does not show it yet: %s", c.holds(obj, id), rec.Key, refused)
+	default:
+		call.Class = Permanent
+		call.Error = fmt.Sprintf("%s, and it is not one of ours (it does not carry our key %s): fix the record, or that %s at %s, then retry. %s",
+			c.holds(obj, id), rec.Key, obj.Remote, c.provider(), refused)
+	}
+	return call
+}
+
+// holds says that the provider refused a create because id holds one of
+// its values already, for an error.
+func (c *HTTP) holds(obj object, id string) string {
+	return fmt.Sprintf("%s already has %s %s with a value of this record that must be unique (such as its email)", c.provider(), obj.Remote, id)
+}
+
+// provider is the service's provider by name, for words a person reads.
+func (c *HTTP) provider() string { return cmp.Or(c.svc.Provider, c.name) }
 
 // Update sends the full desired state of an existing object.
 func (c *HTTP) Update(ctx context.Context, rec Record) Call {

@@ -128,18 +128,46 @@ func TestUpsertCreatesUpdatesAndNamesSeveralRecords(t *testing.T) {
 	require.Equal(t, []string{"001A", "001B"}, call.Found)
 }
 
-func TestAConflictNamingTheObjectAdoptsIt(t *testing.T) {
-	_, base := serve(t, func(*http.Request, string) (int, string) {
-		return 409, `{"status":"error","message":"Contact already exists. Existing ID: 5101","category":"CONFLICT"}`
-	})
-	c := NewHTTP("hubspot", provider(base, config.Object{IDField: "id", KeyField: "properties.syncdesk_key",
-		Create: "POST /crm/v3/objects/contacts", Update: "PATCH /crm/v3/objects/contacts/{external_id}",
-		Conflict: &config.Conflict{Status: 409, IDPattern: `Existing ID: ?(\d+)`}}), redact.New(nil), nil)
-	call := c.Create(context.Background(), rec(`{"email":"a@example.com"}`), "")
-	require.Equal(t, OK, call.Class, call.Error)
-	require.Equal(t, "5101", call.ExternalID)
-	require.Contains(t, call.Error, "adopted")
+// A 409 naming an existing object is adopted only when the lookup by our
+// key finds that object carrying the key: HubSpot answers a taken email with
+// the same 409 as a taken key, naming somebody else's contact.
+func TestAConflictNamingTheObjectAdoptsItOnlyWhenItCarriesOurKey(t *testing.T) {
+	const conflict = `{"status":"error","message":"Contact already exists. Existing ID: 5101","category":"CONFLICT"}`
+	for _, tc := range []struct {
+		name, lookup, consistency string
+		status                    int // the lookup's answer
+		body                      string
+		class                     Class
+		id, says                  string
+	}{
+		{"ours", "GET /c/{external_key}", "", 200, `{"id":"5101","properties":{"syncdesk_key":"customer_7"}}`, OK, "5101", "adopted"},
+		{"somebody else's", "GET /c/{external_key}", "", 404, `{"message":"resource not found"}`, Permanent, "",
+			"hubspot already has customer 5101 with a value of this record that must be unique (such as its email), and it is not one of ours (it does not carry our key customer_7)"},
+		{"ours under another id", "GET /c/{external_key}", "", 200, `{"id":"77","properties":{"syncdesk_key":"customer_7"}}`, OK, "77", "adopted"},
+		{"lookup failing", "GET /c/{external_key}", "", 503, `{"message":"down"}`, Temporary, "", "failed (HTTP 503: down)"},
+		{"a search that lags", "GET /c/{external_key}", "eventual", 200, `{"results":[]}`, Temporary, "", "does not show it yet"},
+		{"no lookup", "", "", 0, "", Permanent, "", "cannot look our key customer_7 up"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, base := serve(t, func(r *http.Request, _ string) (int, string) {
+				if r.Method == http.MethodPost {
+					return 409, conflict
+				}
+				return tc.status, tc.body
+			})
+			c := NewHTTP("hubspot", provider(base, config.Object{IDField: "id", KeyField: "properties.syncdesk_key",
+				Create: "POST /crm/v3/objects/contacts", Update: "PATCH /crm/v3/objects/contacts/{external_id}",
+				Lookup: tc.lookup, LookupConsistency: tc.consistency, Items: "results",
+				Conflict: &config.Conflict{Status: 409, IDPattern: `Existing ID: ?(\d+)`}}), redact.New(nil), nil)
+			call := c.Create(context.Background(), rec(`{"email":"a@example.com"}`), "")
+			require.Equal(t, tc.class, call.Class, call.Error)
+			require.False(t, call.Ambiguous, "a refused create made nothing")
+			require.Equal(t, tc.id, call.ExternalID)
+			require.Contains(t, call.Error, tc.says)
+		})
+	}
 
+	_, base := serve(t, func(*http.Request, string) (int, string) { return 409, conflict })
 	other := NewHTTP("hubspot", provider(base, config.Object{IDField: "id", Create: "POST /x", Update: "PATCH /x/{external_id}"}), redact.New(nil), nil)
 	require.Equal(t, Permanent, other.Create(context.Background(), rec(`{}`), "").Class, "without a conflict setting a 409 is a refusal")
 }
