@@ -645,6 +645,20 @@ func PruneAttempts(db *gorm.DB, before time.Time, batch int) (int64, error) {
 	return res.RowsAffected, res.Error
 }
 
+// LastAttempt returns a link's latest attempt; ErrNotFound when it has none
+// (or they were pruned).
+func LastAttempt(db *gorm.DB, linkID int64) (Attempt, error) {
+	var a Attempt
+	err := db.Where("link_id = ?", linkID).Order("created_at DESC, id DESC").Limit(1).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return a, fmt.Errorf("last attempt of link %d: %w", linkID, ErrNotFound)
+	}
+	if err != nil {
+		return a, fmt.Errorf("last attempt of link %d: %w", linkID, err)
+	}
+	return a, nil
+}
+
 // LinkAttempts returns a link's attempts, oldest first.
 func LinkAttempts(db *gorm.DB, linkID int64) ([]Attempt, error) {
 	var out []Attempt

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/syncdesk/syncdesk/models"
 	"github.com/syncdesk/syncdesk/sync/connector"
@@ -62,11 +63,18 @@ type sender struct {
 	// nothing for the breaker, which would take our stop for the
 	// provider's failures and pause the service.
 	unsent bool
+	// spent: the link's idempotency key got a 5xx the provider replays
+	// (spentKey): the create is looked up, and sent under the next key.
+	spent bool
 }
 
 func (s *sender) run(ctx context.Context) {
 	l := s.j.link
 	conn := s.svc.Conn
+	var spentAt time.Time
+	if s.spent, spentAt = s.spentKey(ctx); s.spent && s.waitForSearch(spentAt) {
+		return
+	}
 	if l.LeaseDeletes { // the record was deleted when claimed: the object is to go
 		s.remove(ctx)
 		return
@@ -110,7 +118,13 @@ func (s *sender) run(ctx context.Context) {
 		}
 	}
 	body, key := s.createBody(), l.IdempotencyKey
-	if s.frozenBodyOutdated() {
+	switch {
+	case s.spent:
+		// The lookup found nothing: the failed create made nothing, and the
+		// same body goes under a key the provider has no answer saved for.
+		key = nextKey(l.IdempotencyKey)
+		s.out.NextKey = key
+	case s.frozenBodyOutdated():
 		body, key = s.j.payload, nextKey(l.IdempotencyKey)
 		s.out.CreateBody, s.out.NextKey = body, key
 	}
@@ -164,7 +178,8 @@ func (s *sender) record(payload string) connector.Record {
 
 // mustLookUp says whether a create must first look our key up: after an
 // attempt that may have reached the provider (or always, when the service
-// says so), unless the idempotency key still replays. A provider that
+// says so), unless the idempotency key still replays its first answer and
+// that answer was no 5xx (see spentKey). A provider that
 // replays a key's first answer for a window (Stripe: 24 h) makes the
 // re-sent create safe on its own, and its search may not yet show an
 // object made a moment ago; past the window the key is forgotten, and only
@@ -183,7 +198,7 @@ func (s *sender) mustLookUp() bool {
 // with the link's idempotency key with its first answer (see mustLookUp).
 func (s *sender) keyReplays() bool {
 	l, cfg := s.j.link, s.svc.Config
-	return cfg.IdempotencyHeader != "" && cfg.IdempotencyWindow > 0 && l.IdempotencyKey != "" &&
+	return cfg.IdempotencyHeader != "" && cfg.IdempotencyWindow > 0 && l.IdempotencyKey != "" && !s.spent &&
 		s.e.clock.Now().Before(l.CreatedAt.Add(cfg.IdempotencyWindow))
 }
 

@@ -15,6 +15,7 @@ import (
 const (
 	typeInvalidRequest = "invalid_request_error"
 	typeIdempotency    = "idempotency_error"
+	typeAPI            = "api_error"
 )
 
 // apiError is one refusal, in Stripe's words.
@@ -102,4 +103,14 @@ func idempotencyInUse(key string) *apiError {
 	return &apiError{status: http.StatusConflict, Type: typeIdempotency, Code: "idempotency_key_in_use", validation: true,
 		Message: fmt.Sprintf("There is currently another in-progress request using this Idempotent Key (that probably "+
 			"means you submitted twice, and the other request is still going through): '%s'. Please try again later.", key)}
+}
+
+// serverError is the 500 of a problem at Stripe: type api_error, "API
+// errors cover any other type of problem (e.g., a temporary problem with
+// Stripe's servers), and are extremely uncommon"
+// (https://docs.stripe.com/api/errors). Met while the endpoint runs, it is
+// saved under the request's idempotency key like any other answer.
+func serverError() *apiError {
+	return &apiError{status: http.StatusInternalServerError, Type: typeAPI,
+		Message: "An unknown error occurred on Stripe's servers. Please try again."}
 }

@@ -171,3 +171,32 @@ func TestKeysExpireAfter24Hours(t *testing.T) {
 	require.NotEqual(t, first.body["id"], b.body["id"])
 	require.Equal(t, 2, s.Creates(PaymentIntent))
 }
+
+// "Retries with the same key return the saved response, including 500
+// errors" (https://docs.stripe.com/api/idempotent_requests): a server
+// error met inside the idempotency layer replays to the same key, whether
+// the object was made or not; another key runs anew.
+func TestAServerErrorIsSavedUnderItsKeyAndReplayed(t *testing.T) {
+	for _, fault := range []Fault{FailBefore, FailAfterCommit} {
+		var failing atomic.Bool
+		failing.Store(true)
+		s, c, _ := setup(t, Options{Fault: func(*http.Request) Fault {
+			if failing.Load() {
+				return fault
+			}
+			return NoFault
+		}})
+		body := form("email", "jenny@example.com")
+		first := c.do(http.MethodPost, "/v1/customers", body, "Idempotency-Key", "k1")
+		require.Equal(t, http.StatusInternalServerError, first.status)
+		require.Equal(t, "api_error", first.errField("type"))
+		failing.Store(false) // Stripe is well again; the key still replays its 500
+		again := c.do(http.MethodPost, "/v1/customers", body, "Idempotency-Key", "k1")
+		require.Equal(t, http.StatusInternalServerError, again.status)
+		require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+		made := map[Fault]int{FailBefore: 0, FailAfterCommit: 1}[fault]
+		require.Equal(t, made, s.Creates(Customer))
+		require.Equal(t, http.StatusOK, c.do(http.MethodPost, "/v1/customers", body, "Idempotency-Key", "k2").status)
+		require.Equal(t, made+1, s.Creates(Customer))
+	}
+}

@@ -35,7 +35,25 @@ type Options struct {
 	// its idempotency key is reserved and before it is committed; a test
 	// blocks in it to hold a request in flight.
 	Executing func(r *http.Request)
+	// Fault, if set, is asked about each create or update once its
+	// idempotency key is reserved, inside the idempotency layer (unlike
+	// sync/fakes/faults, which wraps the whole server): a request it fails
+	// gets Stripe's 500 api_error, saved under its key and replayed to
+	// every retry with that key, as Stripe does.
+	Fault func(r *http.Request) Fault
 }
+
+// Fault is a server error a create or update meets inside Stripe.
+type Fault int
+
+// Faults. Stripe calls the result of a 500 indeterminate
+// (https://docs.stripe.com/error-low-level#server-errors): the request may
+// have taken effect or not.
+const (
+	NoFault         Fault = iota
+	FailBefore            // 500, nothing done
+	FailAfterCommit       // 500, the object made (or changed) all the same
+)
 
 // Server is the fake Stripe API. Safe for concurrent use.
 type Server struct {
@@ -142,13 +160,28 @@ func (s *Server) write(res *resource, fn endpoint) http.Handler {
 		}
 		apiKey, _ := s.authenticate(r) // ServeHTTP let it in; keys belong to it
 		s.idempotent(w, r, apiKey, canonical, func() (int, []byte, bool) {
+			fault := s.fault(r)
+			if fault == FailBefore {
+				return http.StatusInternalServerError, mustJSON(serverError().body()), true
+			}
 			out, err := fn(r, res, p)
-			if err != nil {
+			switch {
+			case err != nil:
 				return err.status, mustJSON(err.body()), !err.validation
+			case fault == FailAfterCommit:
+				return http.StatusInternalServerError, mustJSON(serverError().body()), true
 			}
 			return http.StatusOK, mustJSON(out), true
 		})
 	})
+}
+
+// fault is the server error, if any, that Options.Fault has r meet.
+func (s *Server) fault(r *http.Request) Fault {
+	if s.opts.Fault == nil {
+		return NoFault
+	}
+	return s.opts.Fault(r)
 }
 
 // read serves a request that takes no idempotency key: a GET, or a

@@ -1,0 +1,71 @@
+package outbox
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/syncdesk/syncdesk/models"
+	"github.com/syncdesk/syncdesk/models/dbtest"
+	"github.com/syncdesk/syncdesk/sync/clock"
+	"github.com/syncdesk/syncdesk/sync/fakes/faults"
+	"github.com/syncdesk/syncdesk/sync/fakes/stripe"
+)
+
+// failFirstCreate makes the first customer create meet fault inside
+// Stripe, where its 500 is saved under its idempotency key.
+func failFirstCreate(fault stripe.Fault) func(*http.Request) stripe.Fault {
+	var n atomic.Int32
+	return func(r *http.Request) stripe.Fault {
+		if r.URL.Path == "/v1/customers" && n.Add(1) == 1 {
+			return fault
+		}
+		return stripe.NoFault
+	}
+}
+
+// Stripe saves a 500 under the request's Idempotency-Key and replays it to
+// every retry with that key for 24 hours: sent again with it, a create
+// that met one fails until its attempts run out. The next attempt looks
+// the key up instead, once Stripe's search has had its minute, and adopts
+// what the failed create made, or creates under the next key.
+func TestStripeCreateAfterASaved500DoesNotResendItsKey(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault stripe.Fault
+		key   string // the link's key at the end
+	}{
+		{"nothing made", stripe.FailBefore, "customer-1-create-g2"},
+		{"made all the same", stripe.FailAfterCommit, "customer-1-create"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				clk := clock.NewFake(epoch)
+				fake := stripe.New(stripe.Options{Now: clk.Now, Fault: failFirstCreate(tc.fault)})
+				w := newPresetWorld(t, db, "stripe", stripeYAML, fake, clk, faults.Options{})
+				_, err := w.eng.Upsert(context.Background(), "customer", "1", []byte(customer(1)))
+				require.NoError(t, err)
+				settle(t, db, w.eng, clk, 10*time.Second, 60)
+
+				l := w.link("customer", "1")
+				require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+				require.Equal(t, 1, fake.CountByMetadata(stripe.Customer, "syncdesk_key", l.ExternalKey), "one customer")
+				require.Equal(t, tc.key, l.IdempotencyKey)
+				require.Zero(t, fake.Replays(), "the saved 500 was never asked for again")
+
+				as, err := models.LinkAttempts(db, l.ID)
+				require.NoError(t, err)
+				require.Equal(t, http.StatusInternalServerError, as[0].HTTPCode)
+				require.Equal(t, "customer.lookup", as[1].Operation)
+				require.GreaterOrEqual(t, as[1].CreatedAt.Sub(as[0].CreatedAt), stripe.DefaultSearchLag,
+					"the search waits until it shows what the failed create may have made")
+				require.Len(t, as, map[stripe.Fault]int{stripe.FailBefore: 3, stripe.FailAfterCommit: 2}[tc.fault])
+			})
+		})
+	}
+}
