@@ -170,6 +170,9 @@ func fill(tmpl string, vars map[string]string) string {
 			continue
 		}
 		for name, val := range vars {
+			for _, q := range []string{"'", `"`} {
+				v = strings.ReplaceAll(v, q+"{"+name+"}"+q, q+url.QueryEscape(quoted(val, q))+q)
+			}
 			v = strings.ReplaceAll(v, "{"+name+"}", url.QueryEscape(val))
 		}
 		ku, err1 := url.QueryUnescape(k)
@@ -183,6 +186,18 @@ func fill(tmpl string, vars map[string]string) string {
 		return path
 	}
 	return path + "?" + q.Encode()
+}
+
+// quoted escapes val for a placeholder the template quotes with q, as in
+// Stripe's metadata['syncdesk_key']:'{external_key}': a backslash before
+// each q and each backslash. Stripe's search query language reads a quote
+// inside a quoted value only so escaped ("You can escape quotes inside of
+// quotes with a backslash", https://docs.stripe.com/search#search-query-language),
+// and answers 400 to a query that a key such as customer_O'Brien cut short;
+// SOQL reads \' and \\ the same way
+// (https://developer.salesforce.com/docs/atlas.en-us.soql_sosl.meta/soql_sosl/sforce_api_calls_soql_select_quotedstringescapes.htm).
+func quoted(val, q string) string {
+	return strings.NewReplacer(`\`, `\\`, q, `\`+q).Replace(val)
 }
 
 // placeholder reports whether v is exactly one {name}.

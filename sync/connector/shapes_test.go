@@ -261,6 +261,26 @@ func TestFillLeavesOutEmptyPlaceholdersAndEncodesTheQuery(t *testing.T) {
 	}
 }
 
+// A key placed inside quotes in a query (Stripe's search, SOQL) has its
+// quotes and backslashes escaped with a backslash, so that a key such as
+// customer_O'Brien stays one value; elsewhere it is only URL-encoded.
+func TestFillEscapesQuotesInAQuotedPlaceholder(t *testing.T) {
+	key := `customer_O'Brien\"x`
+	for tmpl, want := range map[string]string{
+		"/s?query=metadata['k']:'{external_key}'": `metadata['k']:'customer_O\'Brien\\"x'`,
+		`/s?query=metadata["k"]:"{external_key}"`: `metadata["k"]:"customer_O'Brien\\\"x"`,
+		"/s?ref={external_key}":                   `customer_O'Brien\"x`,
+	} {
+		u, err := url.Parse(fill(tmpl, map[string]string{"external_key": key}))
+		require.NoError(t, err)
+		got := u.Query().Get("query")
+		if got == "" {
+			got = u.Query().Get("ref")
+		}
+		require.Equal(t, want, got, tmpl)
+	}
+}
+
 // Without a body mapping a form-encoded object sends the payload as it is,
 // with our key at key_field, in form encoding like the rest.
 func TestAFormBodyWithoutAMappingIsThePayloadWithTheKey(t *testing.T) {

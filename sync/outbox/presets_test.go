@@ -313,25 +313,30 @@ func requireSearchesOnlyAfterA5xx(t *testing.T, db *gorm.DB) {
 }
 
 // Past the key's 24 hours Stripe has forgotten it: a link whose create is
-// older is looked up by search first, and adopts what it finds.
+// older is looked up by search first, and adopts what it finds — a key
+// with a quote in it too (O'Brien), which the search query escapes.
 func TestStripeCreateOlderThanTheKeyWindowIsSearchedFirst(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		clk := clock.NewFake(epoch)
-		fake := stripe.New(stripe.Options{Now: clk.Now})
-		w := newPresetWorld(t, db, "stripe", stripeYAML, fake, clk, faults.Options{})
-		w.faults.Script(faults.Lost)
-		_, err := w.eng.Upsert(context.Background(), "customer", "1", []byte(customer(1)))
-		require.NoError(t, err)
-		require.NoError(t, w.eng.Drain(context.Background()))
-		require.True(t, w.link("customer", "1").NeedsLookup)
+	for _, id := range []string{"1", "O'Brien"} {
+		t.Run(id, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				clk := clock.NewFake(epoch)
+				fake := stripe.New(stripe.Options{Now: clk.Now})
+				w := newPresetWorld(t, db, "stripe", stripeYAML, fake, clk, faults.Options{})
+				w.faults.Script(faults.Lost)
+				_, err := w.eng.Upsert(context.Background(), "customer", id, []byte(customer(1)))
+				require.NoError(t, err)
+				require.NoError(t, w.eng.Drain(context.Background()))
+				require.True(t, w.link("customer", id).NeedsLookup)
 
-		clk.Advance(25 * time.Hour) // the key is forgotten; search has long caught up
-		w.settle()
-		l := w.link("customer", "1")
-		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
-		require.Equal(t, 1, fake.CountByMetadata(stripe.Customer, "syncdesk_key", l.ExternalKey))
-		require.Equal(t, 1, fake.Requests()["GET /v1/customers/search"])
-	})
+				clk.Advance(25 * time.Hour) // the key is forgotten; search has long caught up
+				w.settle()
+				l := w.link("customer", id)
+				require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+				require.Equal(t, 1, fake.CountByMetadata(stripe.Customer, "syncdesk_key", l.ExternalKey))
+				require.Equal(t, 1, fake.Requests()["GET /v1/customers/search"])
+			})
+		})
+	}
 }
 
 // A create whose answer was lost, then the record deleted at once, while
