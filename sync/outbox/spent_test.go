@@ -69,3 +69,29 @@ func TestStripeCreateAfterASaved500DoesNotResendItsKey(t *testing.T) {
 		})
 	}
 }
+
+// A record deleted after its create met a saved 500: the delete does not
+// send the create again with the spent key (which would only replay the
+// 500) but searches, once search has had its minute, and deletes the
+// customer the failed create made after all.
+func TestStripeDeleteAfterASaved500LeavesNoCustomer(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		clk := clock.NewFake(epoch)
+		fake := stripe.New(stripe.Options{Now: clk.Now, Fault: failFirstCreate(stripe.FailAfterCommit)})
+		w := newPresetWorld(t, db, "stripe", stripeYAML, fake, clk, faults.Options{})
+		_, err := w.eng.Upsert(ctx, "customer", "1", []byte(customer(1)))
+		require.NoError(t, err)
+		require.NoError(t, w.eng.Drain(ctx))
+		require.Equal(t, http.StatusInternalServerError, w.link("customer", "1").LastHTTPCode)
+		_, err = w.eng.Delete(ctx, "customer", "1")
+		require.NoError(t, err)
+		settle(t, db, w.eng, clk, 10*time.Second, 60)
+
+		l := w.link("customer", "1")
+		require.Equal(t, models.StatusDeleted, l.Status, l.LastError)
+		require.Zero(t, fake.CountByMetadata(stripe.Customer, "syncdesk_key", l.ExternalKey), "no customer is left behind")
+		require.Zero(t, fake.Replays())
+		require.Equal(t, 1, fake.Requests()["DELETE /v1/customers/{id}"])
+	})
+}
