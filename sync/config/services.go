@@ -43,7 +43,10 @@ type Service struct {
 	// RateLimit bounds the calls to the service, all instances together.
 	RateLimit RateLimit `yaml:"rate_limit"`
 	// Breaker pauses the service on its own while its provider fails.
-	Breaker Breaker       `yaml:"breaker"`
+	Breaker Breaker `yaml:"breaker"`
+	// Answers read the provider's refusals that are not what their status
+	// says (a spent allowance, a lock, a migration), first match first.
+	Answers []Answer      `yaml:"answers"`
 	Timeout time.Duration `yaml:"timeout"`
 	Retry   Retry         `yaml:"retry"`
 	// LookupBeforeCreate makes every create look the key up first, not only
@@ -290,6 +293,7 @@ func (s Service) validate(name string) []error {
 	errs = append(errs, s.Auth.validate(name)...)
 	errs = append(errs, s.RateLimit.validate(name)...)
 	errs = append(errs, s.Breaker.validate(name)...)
+	validateAnswers(s.Answers, bad)
 	for _, typ := range slices.Sorted(maps.Keys(s.Objects)) {
 		s.Objects[typ].validate(func(setting, format string, a ...any) {
 			bad(strings.TrimSuffix("objects."+typ+"."+setting, "."), format, a...)

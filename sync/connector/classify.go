@@ -8,10 +8,13 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/syncdesk/syncdesk/sync/config"
 )
 
 // Class is what an outcome means for the next step.
@@ -20,7 +23,7 @@ type Class string
 // Outcome classes.
 const (
 	OK        Class = "ok"
-	Temporary Class = "temporary" // retry later: timeouts, resets, 408, 425, 429, 5xx, 409 to a keyed request
+	Temporary Class = "temporary" // retry later: timeouts, resets, 408, 425, 429, 5xx, 409 to a keyed request, the service's answers
 	Permanent Class = "permanent" // do not retry: validation, auth, not found, …
 )
 
@@ -30,7 +33,9 @@ const (
 // must look the object up before creating it again.
 //
 // wrote tells whether the whole request was written to the connection;
-// keyed whether it carried an Idempotency-Key.
+// keyed whether it carried an Idempotency-Key. A provider's own refusals
+// that mean "later" (config.Service.Answers) are read on top of this by the
+// HTTP connector, which has their bodies.
 func Classify(status int, err error, wrote, keyed bool) (class Class, ambiguous bool) {
 	if err != nil {
 		switch {
@@ -60,6 +65,43 @@ func Classify(status int, err error, wrote, keyed bool) (class Class, ambiguous 
 	default:
 		return Permanent, false
 	}
+}
+
+// answerRule is one of the service's answers (config.Answer), its body
+// pattern compiled: what a provider means by a refusal its status alone
+// would have classified otherwise.
+type answerRule struct {
+	config.Answer
+	body *regexp.Regexp
+}
+
+// answerRules compiles a service's answers. An answer whose body is not a
+// regular expression stopped syncdesk at start (config validation); one
+// that slipped past is left out rather than matching every body.
+func answerRules(answers []config.Answer) []answerRule {
+	var out []answerRule
+	for _, a := range answers {
+		re, err := regexp.Compile(a.Body)
+		if err != nil {
+			continue
+		}
+		out = append(out, answerRule{Answer: a, body: re})
+	}
+	return out
+}
+
+// readAnswer finds the first rule an answer of status with body matches.
+// Such an answer is Temporary and not ambiguous, whatever its status: the
+// provider refused to do anything (a spent allowance, a locked object, a
+// migration under way) and says so in its body or status, so the request
+// is retried as it is, with no lookup first.
+func readAnswer(rules []answerRule, status int, body []byte) (answerRule, bool) {
+	for _, r := range rules {
+		if r.Status == status && r.body.Match(body) {
+			return r, true
+		}
+	}
+	return answerRule{}, false
 }
 
 func isRefused(err error) bool {

@@ -31,11 +31,15 @@ type Call struct {
 	Class          Class
 	Ambiguous      bool
 	RetryAfter     time.Duration
-	ExternalID     string   // the provider's id of the object created, updated or found
-	Found          []string // lookup: the ids of every object carrying the key
-	Error          string   // a short reason in words, redacted
-	Request        string   // redacted excerpt
-	Response       string   // redacted excerpt
+	// Quota: the provider refused because the service's allowance for a
+	// period is spent (config.Answer.Quota): not the link's failure, so
+	// its attempts are not used up; it goes again after RetryAfter.
+	Quota      bool
+	ExternalID string   // the provider's id of the object created, updated or found
+	Found      []string // lookup: the ids of every object carrying the key
+	Error      string   // a short reason in words, redacted
+	Request    string   // redacted excerpt
+	Response   string   // redacted excerpt
 	// Unsent: the request never left: its wait for the service's pace was
 	// cut short by our own stop, or its ready check (WithReady) failed. It
 	// says nothing of the provider, and is no attempt.
@@ -51,8 +55,11 @@ type Page struct {
 // Gate paces the calls to one service (sync/ratelimit's Limiter is one).
 // Wait blocks until a request may go; done, called once with the answer
 // (nil when none came), lets the gate learn from the provider's headers.
+// Hold holds every call to the service for d, for an answer the service's
+// configuration reads (config.Answer), reason saying why in words.
 type Gate interface {
 	Wait(ctx context.Context) (done func(*http.Response), err error)
+	Hold(d time.Duration, reason string)
 }
 
 // maxBody bounds what is read of a provider's answer.
@@ -76,6 +83,7 @@ type HTTP struct {
 	name    string
 	svc     config.Service
 	objects map[string]object
+	answers []answerRule
 	headers http.Header
 	creds   *Credentials
 	gate    Gate
@@ -95,7 +103,7 @@ func NewHTTP(name string, svc config.Service, r *redact.Redactor, transport http
 		transport = &http.Transport{MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second,
 			ResponseHeaderTimeout: svc.Timeout}
 	}
-	c := &HTTP{name: name, svc: svc, headers: h, redact: r, now: time.Now, objects: map[string]object{},
+	c := &HTTP{name: name, svc: svc, headers: h, redact: r, now: time.Now, objects: map[string]object{}, answers: answerRules(svc.Answers),
 		client: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse // a redirect on a write is the provider's problem to report, not ours to follow
 		}}}
@@ -261,6 +269,9 @@ func (c *HTTP) send(ctx context.Context, rq request) (Call, answer) {
 	if call.Class != OK {
 		call.RetryAfter = RetryAfter(res.Header.Get("Retry-After"), c.now(), c.svc.Retry.Max)
 		msg := fmt.Sprintf("HTTP %d: %s", res.StatusCode, providerMessage(decoded, raw))
+		if rule, ok := readAnswer(c.answers, res.StatusCode, raw); ok {
+			msg = c.hold(&call, rule, res, providerMessage(decoded, raw))
+		}
 		call.Error = red.Excerpt(red.TextPrefix(msg, errorBody), 300)
 	}
 	if res.StatusCode == http.StatusUnauthorized && token != "" {
@@ -273,6 +284,32 @@ func (c *HTTP) send(ctx context.Context, rq request) (Call, answer) {
 		call.Error = "the provider refused the access token (" + call.Error + "); a new token is fetched for the next attempt"
 	}
 	return call, answer{res: res, raw: raw, decoded: decoded}
+}
+
+// maxAnswerWait bounds a Retry-After on an answer the service reads as a
+// spent allowance (config's answers are held at most a day too).
+const maxAnswerWait = 24 * time.Hour
+
+// hold applies one of the service's answers to call: temporary, nothing
+// done, sent again after the answer's hold or its Retry-After, whichever is
+// longer (an attempt that counts waits no longer than retry.max), and every
+// call to the service held as long, all instances together. It returns the
+// call's error in words, the provider's own (said) after ours.
+func (c *HTTP) hold(call *Call, rule answerRule, res *http.Response, said string) string {
+	call.Class, call.Ambiguous, call.Quota = Temporary, false, rule.Quota
+	d := max(rule.Hold, RetryAfter(res.Header.Get("Retry-After"), c.now(), maxAnswerWait))
+	if !rule.Quota {
+		d = min(d, c.svc.Retry.Max)
+	}
+	call.RetryAfter = d
+	means := rule.Means
+	if means == "" {
+		means = "the provider asks to wait"
+	}
+	if c.gate != nil && d > 0 {
+		c.gate.Hold(d, strings.TrimSpace(fmt.Sprintf("%d %s", res.StatusCode, http.StatusText(res.StatusCode)))+": "+means)
+	}
+	return fmt.Sprintf("HTTP %d: %s; sent again in %v (%s)", res.StatusCode, means, d, said)
 }
 
 // authFailure puts a failure to obtain credentials in words.

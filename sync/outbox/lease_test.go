@@ -25,6 +25,8 @@ func newPacedGate() pacedGate {
 	return pacedGate{waiting: make(chan struct{}, 1), turn: make(chan struct{})}
 }
 
+func (pacedGate) Hold(time.Duration, string) {}
+
 func (g pacedGate) Wait(ctx context.Context) (func(*http.Response), error) {
 	select {
 	case g.waiting <- struct{}{}:

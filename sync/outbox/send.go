@@ -327,6 +327,13 @@ func (s *sender) settle(c connector.Call, pushed string) {
 		s.out.NeedsLookup = s.out.NeedsLookup || c.Ambiguous
 		s.out.Status, s.out.NextAttempt = models.StatusRetry, now
 		s.out.Requested = false // a Sync now waits for the send that is not cut short
+	case c.Quota:
+		// The provider's allowance for a period is spent (a daily limit),
+		// for every link alike: not this link's failure. It keeps its
+		// attempts and goes again when the answer's hold is over, however
+		// long the allowance takes to come back.
+		s.out.Attempts = s.j.link.Attempts
+		s.out.Status, s.out.NextAttempt = models.StatusRetry, now.Add(c.RetryAfter)
 	case s.uncharged:
 		// The pause holds the link back, and when the service resumes it
 		// goes out with its attempts intact. The backoff of a first retry

@@ -180,6 +180,8 @@ func TestASyncNowWhoseSendAStopCutsShortStaysAsked(t *testing.T) {
 // limit says wait.
 type heldGate struct{ waiting chan struct{} }
 
+func (heldGate) Hold(time.Duration, string) {}
+
 func (g heldGate) Wait(ctx context.Context) (func(*http.Response), error) {
 	select {
 	case g.waiting <- struct{}{}:

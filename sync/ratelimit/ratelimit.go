@@ -180,6 +180,18 @@ func (l *Limiter) pace(ctx context.Context) error {
 	return nil
 }
 
+// Hold holds every instance off the service for d (at most MaxBlock, which
+// syncdesk sets to the service's retry.max), for
+// an answer the service's configuration reads as "later" whatever its
+// headers say (a Salesforce org's spent allowance answers 403, with no
+// Retry-After). A nil Limiter holds nothing.
+func (l *Limiter) Hold(d time.Duration, reason string) {
+	if l == nil || d <= 0 {
+		return
+	}
+	l.block(min(d, l.opts.MaxBlock), reason)
+}
+
 // observe learns from an answer: a limit to keep to, a window with nothing
 // left, a refusal with a time to come back. The first answer that is not a
 // refusal ends the one-at-a-time start: its headers taught the limit, or

@@ -136,3 +136,37 @@ func TestRetryAfterFromOneInstanceHoldsTheOthers(t *testing.T) {
 		}
 	})
 }
+
+// A hold asked for an answer the service's configuration reads (a
+// Salesforce org's spent allowance: 403 with no Retry-After) holds every
+// instance, for no longer than MaxBlock, and says why on the row the
+// Services page shows.
+func TestAHoldForAProvidersAnswerHoldsEveryInstance(t *testing.T) {
+	eachDB(t, func(t *testing.T, dialect string) {
+		_, url := newWindowProvider(t, 1000, time.Second)
+		dbs := instances(t, dialect, 2)
+		opts := Options{Refresh: 100 * time.Millisecond, MaxBlock: 2 * time.Second}
+		a, b := New(dbs[0], "crm", config.RateLimit{}, opts), New(dbs[1], "crm", config.RateLimit{}, opts)
+		for _, l := range []*Limiter{a, b} {
+			status, err := call(t.Context(), l, url)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, status)
+		}
+		a.Hold(time.Hour, "403 Forbidden: the org's API requests for the last 24 hours are used up")
+		heldAt := time.Now()
+		rows, err := models.RateLimits(dbs[1])
+		require.NoError(t, err)
+		require.Len(t, rows, 1)
+		until, why := rows[0].Blocked()
+		require.Equal(t, "403 Forbidden: the org's API requests for the last 24 hours are used up", why)
+		require.WithinDuration(t, heldAt.Add(2*time.Second), until, time.Second, "an hour asked, MaxBlock held")
+
+		time.Sleep(opts.Refresh + 20*time.Millisecond)
+		status, err := call(t.Context(), b, url)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, status)
+		held := time.Since(heldAt)
+		require.GreaterOrEqual(t, held, 2*time.Second-30*time.Millisecond, "B went %v after A's hold", held)
+		require.Less(t, held, 3*time.Second, "and went once MaxBlock ended")
+	})
+}
