@@ -150,3 +150,22 @@ func TestREADMEPresetExamplesLoad(t *testing.T) {
 	}
 	require.Equal(t, 3, n, "an example per preset")
 }
+
+// The presets ship their providers' refusals that mean "later", and a
+// file's answers replace the preset's whole list (a list is replaced, not
+// merged: README, "Real providers").
+func TestPresetsShipTheirAnswers(t *testing.T) {
+	cfg, err := loadPresets(t, presetFile)
+	require.NoError(t, err)
+	sf := cfg.Services["salesforce"].Answers
+	require.Len(t, sf, 2)
+	require.Equal(t, Answer{Status: 403, Body: "REQUEST_LIMIT_EXCEEDED", Hold: time.Hour, Quota: true,
+		Means: "the org's API requests for the last 24 hours are used up"}, sf[1])
+	hs := cfg.Services["hubspot"].Answers
+	require.Equal(t, []int{429, 423, 477}, []int{hs[0].Status, hs[1].Status, hs[2].Status})
+	require.Empty(t, cfg.Services["stripe"].Answers)
+
+	cfg, err = loadPresets(t, "services:\n  s:\n    preset: hubspot\n    headers: {Authorization: x}\n    objects: {contact: {}}\n    answers: [{status: 423, hold: 5s}]\n")
+	require.NoError(t, err)
+	require.Equal(t, []Answer{{Status: 423, Hold: 5 * time.Second}}, cfg.Services["s"].Answers)
+}
