@@ -241,7 +241,10 @@ func (rn *run) listPage(ctx context.Context, g listGroup, cursor string) (connec
 		if ctx.Err() != nil {
 			return page, ctx.Err()
 		}
-		if call.Class == connector.Permanent || attempt >= rn.r.opts.ListAttempts {
+		// A spent allowance (connector.Call.Quota) comes back in an hour,
+		// not seconds: the run ends now, saying why, rather than holding
+		// the service's runs for its hours of waiting.
+		if call.Class == connector.Permanent || call.Quota || attempt >= rn.r.opts.ListAttempts {
 			return page, fmt.Errorf("list %s (%s) after %d attempts: %s", rn.svc.Name, g.endpoint, attempt, call.Error)
 		}
 		wait := call.RetryAfter

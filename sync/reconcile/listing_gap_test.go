@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -93,4 +94,35 @@ func TestAListingWhoseCursorComesBackFailsTheRun(t *testing.T) {
 			})
 		})
 	}
+}
+
+// spentLister answers every listing as a provider whose allowance is spent
+// does through a preset's answers: temporary, come back in an hour.
+type spentLister struct{ calls *int }
+
+func (l spentLister) List(context.Context, string, string) (connector.Page, connector.Call) {
+	*l.calls++
+	return connector.Page{}, connector.Call{Class: connector.Temporary, Quota: true, RetryAfter: time.Hour, HTTPCode: 403,
+		Error: "HTTP 403: the org's API requests for the last 24 hours are used up; sent again in 1h0m0s (REQUEST_LIMIT_EXCEEDED: TotalRequests Limit exceeded.)"}
+}
+
+// A listing refused because the provider's allowance is spent ends the run
+// at once, failed with the provider's words: its retries would otherwise
+// wait an hour each, holding the service's runs, for a listing that cannot
+// go before the allowance comes back.
+func TestAListingRefusedForASpentAllowanceEndsTheRunAtOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		e.seedOrders(1, 3)
+		calls := 0
+		e.rec = e.reconciler(spentLister{calls: &calls}, Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		run, err := e.rec.Run(ctx, "crm", RunOptions{TriggeredBy: "scheduler"})
+		require.ErrorContains(t, err, "the org's API requests for the last 24 hours are used up")
+		require.Equal(t, 1, calls, "asked once, not again within the hour")
+		d := e.detail(run.ID)
+		require.Equal(t, models.RunFailed, d.Run.Status)
+		require.Zero(t, d.Run.Fixed)
+	})
 }
