@@ -152,8 +152,8 @@ func TestAHoldForAProvidersAnswerHoldsEveryInstance(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, status)
 		}
+		heldAt := time.Now() // the hold runs from its write, after this
 		a.Hold(time.Hour, "403 Forbidden: the org's API requests for the last 24 hours are used up")
-		heldAt := time.Now()
 		rows, err := models.RateLimits(dbs[1])
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
