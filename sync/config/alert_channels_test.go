@@ -56,7 +56,7 @@ func TestBadAlertChannelsNameTheSetting(t *testing.T) {
 		{`{kind: email, host: smtp.example.com, username: desk, password: "${SMTP_PASSWORD}", starttls: "off", from: "syncdesk@example.com", to: [ops@example.com]}`, "setting alerts.channels.ops.starttls: off would send the password unencrypted"},
 		{`{kind: email, host: smtp.example.com, username: desk, password: "${NO_SUCH_SMTP_VAR}", from: "syncdesk@example.com", to: [ops@example.com]}`, "setting alerts.channels.ops.password: environment variable NO_SUCH_SMTP_VAR is not set"},
 		{`{kind: email, host: smtp.example.com, url: "https://x.example.com", from: "syncdesk@example.com", to: [ops@example.com]}`, "setting alerts.channels.ops.url: is not a setting of an email channel"},
-		{`{kind: email, host: smtp.example.com, from: "syncdesk@example.com", to: [ops@example.com], cc: [x@example.com]}`, "field cc not found"},
+		{`{kind: email, host: smtp.example.com, from: "syncdesk@example.com", to: [ops@example.com], cc: [x@example.com]}`, ".cc: there is no such setting"},
 	} {
 		_, err := Load(writeFile(t, channel(tc.yaml)), Overrides{})
 		require.Error(t, err, tc.yaml)

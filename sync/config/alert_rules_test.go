@@ -23,7 +23,7 @@ func TestAlertValuesNameTheSetting(t *testing.T) {
 		{"repeat: 5s", "setting alerts.repeat: must be a duration between 1m and 168h such as 1h, got 5s"},
 		{"desk_url: ftp://desk.example.com", `setting alerts.desk_url: "ftp://desk.example.com" is not the desk's address`},
 		{"desk_url: desk.example.com", `setting alerts.desk_url: "desk.example.com" is not the desk's address`},
-		{"rules: {stuck_queue: {aftr: 5m}}", "field aftr not found"},
+		{"rules: {stuck_queue: {aftr: 5m}}", ".aftr: there is no such setting"},
 	} {
 		_, err := Load(writeFile(t, svc("")+"alerts:\n  "+tc.yaml+"\n"), Overrides{})
 		require.Error(t, err, tc.yaml)

@@ -16,8 +16,8 @@ func TestBreakerValuesNameTheSetting(t *testing.T) {
 		{"breaker: {min_calls: -5}", "setting services.crm.breaker.min_calls: must be between 1 and 1000000 calls, got -5"},
 		{"breaker: {window: 10ms}", "setting services.crm.breaker.window: must be a duration between 1s and 24h such as 5m, got 10ms"},
 		{"breaker: {probe_every: 2h}", "setting services.crm.breaker.probe_every: must be a duration between 1s and 1h such as 30s, got 2h0m0s"},
-		{"breaker: {probe_every: soon}", "cannot unmarshal"},
-		{"breaker: {consecutiv: 3}", "field consecutiv not found"},
+		{"breaker: {probe_every: soon}", "setting services.crm.breaker.probe_every: `soon` is not a duration"},
+		{"breaker: {consecutiv: 3}", ".consecutiv: there is no such setting"},
 	} {
 		_, err := Load(writeFile(t, svc(tc.yaml)), Overrides{})
 		require.Error(t, err, tc.yaml)

@@ -199,7 +199,7 @@ func decode(r io.Reader, cfg *Config) error {
 func strictDecode(body []byte, cfg *Config) error {
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	dec.KnownFields(true) // a misspelt setting is an error, not a silent default
-	return dec.Decode(cfg)
+	return nameSettings(body, dec.Decode(cfg))
 }
 
 // Validate checks every setting and names each bad one, so that one start

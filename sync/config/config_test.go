@@ -57,8 +57,16 @@ func TestBadValuesNameTheSetting(t *testing.T) {
 		{"log: {level: loud}", "setting log.level"},
 		{"trusted_proxies: [nope]", "setting trusted_proxies"},
 		{"tls: {cert_file: a.pem}", "setting tls"},
-		{"sesion: {}", "field sesion not found"},
-		{"login: {window: soon}", "cannot unmarshal"},
+		{"sesion: {}", "setting sesion: there is no such setting (line 1)"},
+		{"login: {window: soon}", "setting login.window: `soon` is not a duration such as 30s, 5m or 8h (line 1)"},
+		{"login: {max_failures: 5, window: 30}", "setting login.window: `30` is not a duration"},
+		{"login:\n  max_failures: five\n", "setting login.max_failures: `five` is not a whole number (line 2)"},
+		{"session: {idle_timeout: in a little while}", "setting session.idle_timeout: `in a little while` is not a duration"},
+		{"trusted_proxies: 10.0.0.0/8", "setting trusted_proxies: takes a list, not a single value (line 1)"},
+		{"addr: [127.0.0.1:80]", "setting addr: takes a single value, not a list (line 1)"},
+		{svc("timeout: soon"), "setting services.crm.timeout: `soon` is not a duration"},
+		{svc("retry: {max_attempts: 3, base: 1s, max: later}"), "setting services.crm.retry.max: `later` is not a duration"},
+		{svc("retyr: {}"), "setting services.crm.retyr: there is no such setting (line 4)"},
 		{"metrics: {access: maybe}", "setting metrics.access"},
 		{"metrics: {access: token}", "setting metrics.token"},
 		{strings.Replace(svc(""), "http://127.0.0.1:9000", "ftp://x", 1), "setting services.crm.base_url"},
@@ -197,4 +205,12 @@ func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	require.NoError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+// A value of the wrong kind is named by its setting, and a string setting's
+// value is not repeated: it may be a secret put in the wrong place.
+func TestAMistypedSecretIsNotPrinted(t *testing.T) {
+	_, err := Load(writeFile(t, svc("webhook: {scheme: stripe, secrets: whsec_topsecret}")), Overrides{})
+	require.ErrorContains(t, err, "setting services.crm.webhook.secrets: takes a list, not a single value (line 4)")
+	require.NotContains(t, err.Error(), "whsec")
 }

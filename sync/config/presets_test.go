@@ -106,7 +106,7 @@ func TestABadPresetOrMappingStopsTheStartNamingTheSetting(t *testing.T) {
 
 func TestAMisspeltSettingUnderAPresetIsReportedAtItsLine(t *testing.T) {
 	_, err := loadPresets(t, "services:\n  s:\n    preset: stripe\n    objects:\n      customer: {encodng: form}\n")
-	require.ErrorContains(t, err, "line 5: field encodng not found")
+	require.ErrorContains(t, err, "setting services.s.objects.customer.encodng: there is no such setting (line 5)")
 }
 
 func TestEveryShippedPresetIsReadable(t *testing.T) {

@@ -16,8 +16,8 @@ func TestRateLimitValuesNameTheSetting(t *testing.T) {
 		{"rate_limit: {per_second: 5, burst: -2}", "setting services.crm.rate_limit.burst: must be between 1 and 10000 requests, got -2"},
 		{"rate_limit: {burst: 5}", "setting services.crm.rate_limit.burst: a burst needs per_second"},
 		{"rate_limit: {concurrent: -1}", "setting services.crm.rate_limit.concurrent: must be between 0 (the engine's own concurrency) and 1024 requests in flight, got -1"},
-		{"rate_limit: {per_second: ten}", "cannot unmarshal"},
-		{"rate_limit: {per_secnd: 1}", "field per_secnd not found"},
+		{"rate_limit: {per_second: ten}", "setting services.crm.rate_limit.per_second: `ten` is not a number"},
+		{"rate_limit: {per_secnd: 1}", ".per_secnd: there is no such setting"},
 	} {
 		_, err := Load(writeFile(t, svc(tc.yaml)), Overrides{})
 		require.Error(t, err, tc.yaml)

@@ -56,7 +56,7 @@ func TestBadSourceNamesTheSetting(t *testing.T) {
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders", "setting sources.shop.type: a change query's rows need"},
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: invoice", `setting sources.shop.type: no service has objects of type "invoice"`},
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\nreread_window: -1m", "setting sources.shop.reread_window"},
-		{pg + "table: t\nwindow: 1m", "field window not found"},
+		{pg + "table: t\nwindow: 1m", ".window: there is no such setting"},
 		{pg + "table: t\nreread_window: 5m", "setting sources.shop.reread_window: is for a change query (query:); an outbox table does not use it"},
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\ngap_timeout: 1m", "setting sources.shop.gap_timeout: is for an outbox table"},
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\ntypes: {shop_order: order}", "setting sources.shop.types: is for an outbox table"},

@@ -19,7 +19,7 @@ func TestTracingValuesNameTheSetting(t *testing.T) {
 			`setting tracing.headers.X-Key: environment variable TEST_TRACING_UNSET is not set`},
 		{`tracing: {otlp_endpoint: "127.0.0.1:4318", headers: {"bad header": "x"}}`, `setting tracing.headers.bad header: "bad header" is not an HTTP header name`},
 		{`tracing: {headers: {"X-Key": "${TEST_TRACING_KEY}"}}`, `setting tracing.headers: are sent to the collector; give tracing.otlp_endpoint too`},
-		{`tracing: {otlp_endpint: "127.0.0.1:4318"}`, "field otlp_endpint not found"},
+		{`tracing: {otlp_endpint: "127.0.0.1:4318"}`, ".otlp_endpint: there is no such setting"},
 	} {
 		_, err := Load(writeFile(t, svc("")+tc.yaml+"\n"), Overrides{})
 		require.Error(t, err, tc.yaml)
