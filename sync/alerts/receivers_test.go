@@ -103,6 +103,16 @@ var eventTypes = map[notify.State]string{notify.Opened: "incident.opened", notif
 // stateWords are how a Slack message and a mail say where an incident stands.
 var stateWords = map[notify.State]string{notify.Opened: "Opened", notify.Repeated: "Still open", notify.Resolved: "Resolved"}
 
+// headline is how a mail's Subject and a Slack header lead: a notice that
+// the incident is over, or still open, says so before its title, so that it
+// does not read like a new alarm.
+func headline(title string, state notify.State) string {
+	if state == notify.Opened {
+		return title
+	}
+	return stateWords[state] + ": " + title
+}
+
 // checkWebhook checks the webhook's events and returns their titles.
 func (rc receivers) checkWebhook(t *testing.T, tc ruleCase, incident int64, states []notify.State) []string {
 	t.Helper()
@@ -132,10 +142,10 @@ func (rc receivers) checkSlack(t *testing.T, titles []string, states []notify.St
 	for i, r := range rc.slack.Requests() {
 		m, err := r.Slack()
 		require.NoError(t, err)
-		require.Contains(t, m.Text, titles[i], "the fallback text names it")
+		require.Contains(t, m.Text, headline(titles[i], states[i]), "the fallback text names it")
 		require.NotEmpty(t, m.Blocks)
 		require.Equal(t, "header", m.Blocks[0].Type)
-		require.Equal(t, titles[i], m.Blocks[0].Text.Text)
+		require.Equal(t, headline(titles[i], states[i]), m.Blocks[0].Text.Text)
 		var context string
 		for _, bl := range m.Blocks {
 			if bl.Type == "context" {
@@ -154,7 +164,7 @@ func (rc receivers) checkMail(t *testing.T, tc ruleCase, incident int64, titles 
 		require.Equal(t, []string{"ops@example.com"}, sent.To)
 		m, err := sent.Read()
 		require.NoError(t, err)
-		require.Equal(t, "[syncdesk] "+titles[i], m.Subject)
+		require.Equal(t, "[syncdesk] "+headline(titles[i], states[i]), m.Subject)
 		require.Contains(t, m.Body, titles[i])
 		require.Contains(t, m.Body, "Open it in syncdesk: https://desk.example.com/")
 		require.Contains(t, m.Body, fmt.Sprintf("%s: incident %d about %s (rule %s)", stateWords[states[i]], incident, tc.subject, tc.rule))

@@ -237,7 +237,7 @@ func (e *email) compose(m Message, now time.Time) []byte {
 	header := func(k, v string) { fmt.Fprintf(&b, "%s: %s\r\n", k, v) }
 	header("From", e.from.String())
 	header("To", strings.Join(to, ", "))
-	header("Subject", subject(m.Title))
+	header("Subject", subject(m.Headline()))
 	header("Date", now.Format(time.RFC1123Z))
 	header("Message-ID", messageID(m.ID, e.from.Address))
 	header("MIME-Version", "1.0")
@@ -265,7 +265,7 @@ func subject(title string) string {
 // words is the body: what is wrong, what to do, where to look.
 func (e *email) words(m Message) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\n", m.Title)
+	fmt.Fprintf(&b, "%s\n\n", m.Headline())
 	if m.Text != "" {
 		fmt.Fprintf(&b, "%s\n\n", m.Text)
 	}

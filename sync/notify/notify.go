@@ -43,6 +43,20 @@ const (
 	Resolved State = "resolved"
 )
 
+// Headline is the title as a person reads it first (a mail's Subject, a
+// Slack header): an incident's title is the one it opened with ("crm
+// paused for 12 minutes"), and a notice that it is over, or still open,
+// must not read like a new alarm in an inbox or a channel.
+func (m Message) Headline() string {
+	switch m.State {
+	case Resolved:
+		return "Resolved: " + m.Title
+	case Repeated:
+		return "Still open: " + m.Title
+	}
+	return m.Title
+}
+
 // Channel sends notifications to one place.
 type Channel interface {
 	Send(ctx context.Context, m Message) error

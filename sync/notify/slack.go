@@ -75,12 +75,12 @@ func slackBody(m Message) ([]byte, error) {
 	if link != "" && !absolute {
 		about += " · in syncdesk at " + link // Slack takes no relative link
 	}
-	text := m.Title
+	text := m.Headline()
 	if m.Text != "" {
 		text += ": " + m.Text
 	}
 	msg := slackMessage{Text: cut(mrkdwn.Replace(text), maxText), Blocks: []slackBlock{
-		{Type: "header", Text: &slackText{"plain_text", cut(m.Title, maxHeader)}},
+		{Type: "header", Text: &slackText{"plain_text", cut(m.Headline(), maxHeader)}},
 	}}
 	if m.Text != "" {
 		msg.Blocks = append(msg.Blocks, slackBlock{Type: "section", Text: &slackText{"mrkdwn", cut(mrkdwn.Replace(m.Text), maxSection)}})
