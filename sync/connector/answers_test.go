@@ -117,6 +117,7 @@ func TestPresetsReadTheirProvidersRefusalsThatMeanLater(t *testing.T) {
 			require.Equal(t, tc.ambiguous, call.Ambiguous, "nothing was done: no lookup needed")
 			require.Equal(t, tc.quota, call.Quota, "the allowance is spent: the link keeps its attempts")
 			require.Equal(t, tc.wait, call.RetryAfter)
+			require.Equal(t, tc.hold != "", call.Held, "an answer that holds the service is not a sign the provider is down")
 			if tc.hold == "" {
 				require.Empty(t, gate.holds, "no hold of every call for this answer")
 				return

@@ -34,7 +34,11 @@ type Call struct {
 	// Quota: the provider refused because the service's allowance for a
 	// period is spent (config.Answer.Quota): not the link's failure, so
 	// its attempts are not used up; it goes again after RetryAfter.
-	Quota      bool
+	Quota bool
+	// Held: the answer is one of the service's answers that mean "later"
+	// (config.Answer): the provider is up and asks to wait, which says
+	// nothing of whether it is down, as a 429 says nothing.
+	Held       bool
 	ExternalID string   // the provider's id of the object created, updated or found
 	Found      []string // lookup: the ids of every object carrying the key
 	Error      string   // a short reason in words, redacted
@@ -296,7 +300,7 @@ const maxAnswerWait = 24 * time.Hour
 // call to the service held as long, all instances together. It returns the
 // call's error in words, the provider's own (said) after ours.
 func (c *HTTP) hold(call *Call, rule answerRule, res *http.Response, said string) string {
-	call.Class, call.Ambiguous, call.Quota = Temporary, false, rule.Quota
+	call.Class, call.Ambiguous, call.Quota, call.Held = Temporary, false, rule.Quota, true
 	d := max(rule.Hold, RetryAfter(res.Header.Get("Retry-After"), c.now(), maxAnswerWait))
 	if !rule.Quota {
 		d = min(d, c.svc.Retry.Max)

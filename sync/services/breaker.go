@@ -106,7 +106,8 @@ const (
 )
 
 // judge reads a call as README promises: a 5xx, a timeout (408 too) or no
-// answer at all is a failure; a 429 is the rate limit's to handle; any
+// answer at all is a failure; a 429 or an answer of the service's answers
+// is the rate limit's to handle; any
 // other answer says the provider is up, whatever it refused — an expired
 // token (401, fetched again for the next call) or a request with the same
 // key still running (409) included. A call that never left (a body that
@@ -116,8 +117,12 @@ func judge(c connector.Call) verdict {
 	switch {
 	case c.Operation == "connector" || strings.HasPrefix(c.Error, "cancelled"):
 		return ignored
-	case c.HTTPCode == 429:
-		return ignored // the rate limiter's to handle: the provider is up
+	case c.HTTPCode == 429 || c.Held:
+		// The rate limiter's to handle, as is an answer the service's
+		// answers say means "later" (a spent daily allowance, a locked
+		// account): the provider is up, but a paused service's test call
+		// that met one must not resume it into the same refusal.
+		return ignored
 	case c.HTTPCode == 0 && c.Class == connector.Permanent:
 		return ignored // never sent
 	case c.Class == connector.Temporary && (c.HTTPCode == 0 || c.HTTPCode == 408 || c.HTTPCode >= 500):

@@ -337,6 +337,15 @@ func TestOnlyADownProviderCountsTowardsThePause(t *testing.T) {
 		e.clock.Advance(testBreaker.ProbeEvery)
 		require.False(t, b.ProbeDone(ctx, "crm", unsent))
 		require.NotNil(t, e.pause("crm"), "a call that never left resumes nothing")
+		// Salesforce's REQUEST_LIMIT_EXCEEDED and HubSpot's 423 Locked, as
+		// the presets' answers read them: up, but not taking calls.
+		for _, held := range []connector.Call{
+			{Operation: "deal.create", Class: connector.Temporary, HTTPCode: http.StatusForbidden, Held: true, Quota: true, RetryAfter: time.Hour},
+			{Operation: "deal.create", Class: connector.Temporary, HTTPCode: http.StatusLocked, Held: true, RetryAfter: time.Minute},
+		} {
+			require.False(t, b.ProbeDone(ctx, "crm", held), "HTTP %d", held.HTTPCode)
+			require.NotNil(t, e.pause("crm"), "a provider that asks to wait is not resumed into the same refusal (HTTP %d)", held.HTTPCode)
+		}
 		require.True(t, b.ProbeDone(ctx, "crm", connector.Call{Operation: "deal.create", Class: connector.OK, HTTPCode: http.StatusCreated}))
 		require.Nil(t, e.pause("crm"))
 	})
