@@ -33,6 +33,10 @@ type SourceCursor struct {
 	// empty until a start gives them (rows made before they existed).
 	ReadMode string
 	ReadFrom string
+	// ReadBy is what the cursor counts by: the outbox table's id column,
+	// or the type of the change query's records; empty until a start gives
+	// it (rows made before it existed).
+	ReadBy string
 	// Untimed is how many of a change query's rows have an empty
 	// updated_at, and so are not read, as last counted.
 	Untimed int64
@@ -58,13 +62,22 @@ func (c SourceCursor) Failing() bool {
 // not may read another table or query without skipping a row of it.
 func (c SourceCursor) Moved() bool { return c.LastID != 0 || c.LastAt != nil }
 
+// SourceIdentity is what a source's cursor is made for (SourceCursor's
+// ReadMode, ReadFrom and ReadBy).
+type SourceIdentity struct{ Mode, From, By string }
+
+// Identity is what the cursor was made for.
+func (c SourceCursor) Identity() SourceIdentity {
+	return SourceIdentity{Mode: c.ReadMode, From: c.ReadFrom, By: c.ReadBy}
+}
+
 // SetSourceIdentity records what a source's cursor is made for, if it is
 // still at version; false when another instance moved it meanwhile. The
 // version is bumped, so that a batch read under the identity before
 // cannot commit after it (AdvanceSourceCursor's compare-and-set).
-func SetSourceIdentity(db *gorm.DB, source string, version int64, mode, from string) (bool, error) {
+func SetSourceIdentity(db *gorm.DB, source string, version int64, id SourceIdentity) (bool, error) {
 	res := db.Model(&SourceCursor{}).Where("source = ? AND version = ?", source, version).
-		Updates(map[string]any{"version": version + 1, "read_mode": mode, "read_from": from})
+		Updates(map[string]any{"version": version + 1, "read_mode": id.Mode, "read_from": id.From, "read_by": id.By})
 	if res.Error != nil {
 		return false, fmt.Errorf("record what the cursor of source %s reads: %w", source, res.Error)
 	}

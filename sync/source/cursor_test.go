@@ -91,6 +91,54 @@ func TestSourceCursorKeptForItsQuery(t *testing.T) {
 	})
 }
 
+// A cursor counts an outbox table by its id column, and reads a change
+// query's rows as its type: another id column or type under the same name
+// stops the start, naming the setting; a cursor made before it said what it
+// counts by takes the configured column.
+func TestSourceCursorKeptForItsIDColumnAndType(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		b := newBiz(t, "postgres")
+		b.createOutbox(t)
+		b.createItems(t)
+		ctx := context.Background()
+		for i := range 3 {
+			require.NoError(t, b.insert(ctx, b.db, "item", fmt.Sprint(i), payload(i), "upsert"))
+		}
+		w := newWorld(t, db, nil)
+		old := b.outboxSource()
+		require.NoError(t, w.source(t, old).Drain(ctx))
+		c := cursor(t, db)
+		require.EqualValues(t, 3, c.LastID)
+		require.Equal(t, "id", c.ReadBy)
+
+		bySeq := old
+		bySeq.Columns.ID = "seq"
+		_, err := New(ctx, "shop", bySeq, db, w.eng, Options{Log: w.logger})
+		require.ErrorContains(t, err, "setting sources.shop.columns.id: the cursor of source shop counts the outbox table syncdesk_outbox "+
+			"by its column id and has read it up to id 3; counting by seq on from there would skip rows")
+		require.ErrorContains(t, err, "give the source a new name; to go on from the cursor, put back columns.id: id")
+
+		// As migration 0037 left a cursor made before it.
+		require.NoError(t, db.Model(&models.SourceCursor{}).Where("source = ?", "shop").Update("read_by", "").Error)
+		require.NoError(t, w.source(t, old).Drain(ctx))
+		require.Equal(t, "id", cursor(t, db).ReadBy, "the configured column is taken")
+
+		q := b.changeSource(time.Minute, "items")
+		require.NoError(t, b.insertItem(ctx, b.db, 7, b.now(t).Add(-time.Hour), `{"name": "old"}`))
+		require.NoError(t, w.source(t, q, "items").Drain(ctx))
+		require.Equal(t, "item", cursorOf(t, db, "items").ReadBy)
+		product := q
+		product.Type = "product"
+		_, err = New(ctx, "items", product, db, w.eng, Options{Log: w.logger})
+		require.ErrorContains(t, err, "setting sources.items.type: the cursor of source items was kept for records of type item "+
+			"and has read the change query up to updated_at ")
+		require.ErrorContains(t, err, "the rows it passed would never be read as type product")
+		require.ErrorContains(t, err, "put back type: item")
+		require.EqualValues(t, 7, cursorOf(t, db, "items").LastID, "the refused start left the cursor as it was")
+	})
+}
+
 // A cursor that has passed no row takes whatever the source reads now; a
 // cursor made before cursors said what they read takes the configured
 // table on its first start, as there is nothing to compare it with.
