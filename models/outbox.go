@@ -244,9 +244,13 @@ type LinkOutcome struct {
 	// forgets it, so that what follows looks for the object a lost create
 	// may have made instead.
 	ObjectGone bool
-	LastError  string
-	LastHTTP   int
-	Calls      []Attempt
+	// DeletedObject is the object a delete done removed when the link did
+	// not name it (a lookup by our key found it, or the replayed create
+	// named it): the link gives it up as it gives up the object it names.
+	DeletedObject string
+	LastError     string
+	LastHTTP      int
+	Calls         []Attempt
 	// Requested says the send answered a Sync now request: the finish
 	// releases its in_progress row.
 	Requested bool
@@ -368,7 +372,8 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) ([]int
 
 // giveUpGoneObjects keeps, as objects their links gave up, the objects
 // the links named as claimed that the outcomes found gone (ObjectGone: an
-// update's 404, and no object under our key) or deleted (a delete done),
+// update's 404, and no object under our key) or deleted (a delete done, of
+// the object the link named or of the one it found, DeletedObject),
 // of the links the finish wrote (written): a link whose lease was taken
 // away keeps its new owner's state, and with it its object. The link,
 // re-created (or once its record is written again), no longer names the
@@ -378,11 +383,15 @@ func finishChunkLinks(tx *gorm.DB, outcomes []LinkOutcome, now time.Time) ([]int
 // statement.
 func giveUpGoneObjects(tx *gorm.DB, outcomes []LinkOutcome, written []int64, now time.Time) error {
 	for _, o := range outcomes {
+		object := o.Link.ExternalID
+		if object == "" && o.Status == StatusDeleted {
+			object = o.DeletedObject
+		}
 		gone := o.ObjectGone || o.Status == StatusDeleted
-		if !gone || o.Link.ExternalID == "" || !slices.Contains(written, o.Link.ID) {
+		if !gone || object == "" || !slices.Contains(written, o.Link.ID) {
 			continue
 		}
-		if err := giveUpObject(tx, o.Link.ID, o.Link.ExternalID, now); err != nil {
+		if err := giveUpObject(tx, o.Link.ID, object, now); err != nil {
 			return err
 		}
 	}

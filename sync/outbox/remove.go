@@ -60,6 +60,9 @@ func (s *sender) remove(ctx context.Context) {
 	}
 	if s.out.Status == models.StatusSuccess {
 		s.gone()
+		if id != l.ExternalID {
+			s.out.DeletedObject = id
+		}
 	}
 }
 
