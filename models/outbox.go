@@ -654,16 +654,18 @@ func PruneAttempts(db *gorm.DB, before time.Time, batch int) (int64, error) {
 	return res.RowsAffected, res.Error
 }
 
-// LastAttempt returns a link's latest attempt; ErrNotFound when it has none
-// (or they were pruned).
-func LastAttempt(db *gorm.DB, linkID int64) (Attempt, error) {
+// LastCreateWithKey returns a link's latest create sent under the
+// idempotency key key (an operation "<type>.create"); ErrNotFound when it
+// has none (or its attempts were pruned).
+func LastCreateWithKey(db *gorm.DB, linkID int64, key string) (Attempt, error) {
 	var a Attempt
-	err := db.Where("link_id = ?", linkID).Order("created_at DESC, id DESC").Limit(1).Take(&a).Error
+	err := db.Where("link_id = ? AND idempotency_key = ? AND operation LIKE ?", linkID, key, "%.create").
+		Order("created_at DESC, id DESC").Limit(1).Take(&a).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return a, fmt.Errorf("last attempt of link %d: %w", linkID, ErrNotFound)
+		return a, fmt.Errorf("last create of link %d: %w", linkID, ErrNotFound)
 	}
 	if err != nil {
-		return a, fmt.Errorf("last attempt of link %d: %w", linkID, err)
+		return a, fmt.Errorf("last create of link %d: %w", linkID, err)
 	}
 	return a, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/syncdesk/syncdesk/models"
@@ -33,22 +32,22 @@ const searchLag = time.Minute
 // key is all that stands between a retry and a second one.
 func (s *sender) spentKey(ctx context.Context) (bool, time.Time) {
 	l := s.j.link
-	if !l.NeedsLookup || l.ExternalID != "" || l.LastHTTPCode < http.StatusInternalServerError ||
-		s.svc.Config.IdempotencyHeader == "" || l.IdempotencyKey == "" || !s.svc.Conn.CanLookup(l.LocalType) {
+	if !l.NeedsLookup || l.ExternalID != "" || s.svc.Config.IdempotencyHeader == "" || l.IdempotencyKey == "" ||
+		!s.svc.Conn.CanLookup(l.LocalType) {
 		return false, time.Time{}
 	}
-	// The link's last HTTP code may be a lookup's: only the attempt log
-	// says whether the key itself got the 5xx.
-	a, err := models.LastAttempt(s.e.db.WithContext(ctx), l.ID)
+	// Not the link's last HTTP code, nor its last attempt: either may be
+	// the search's that followed the 5xx (a 503 of its own, or no answer),
+	// and the key is spent all the same. Only a link that may need a
+	// lookup gets here, never a first send.
+	a, err := models.LastCreateWithKey(s.e.db.WithContext(ctx), l.ID, l.IdempotencyKey)
 	if err != nil {
 		if !errors.Is(err, models.ErrNotFound) {
-			s.e.log.Warn("could not read the last attempt; the create is sent again with its key", "link", l.ID, "error", err)
+			s.e.log.Warn("could not read the last create; it is sent again with its key", "link", l.ID, "error", err)
 		}
 		return false, time.Time{}
 	}
-	spent := a.IdempotencyKey == l.IdempotencyKey && a.HTTPCode >= http.StatusInternalServerError &&
-		strings.HasSuffix(a.Operation, ".create")
-	return spent, a.CreatedAt
+	return a.HTTPCode >= http.StatusInternalServerError, a.CreatedAt
 }
 
 // waitForSearch holds back the lookup after a spent key until a search

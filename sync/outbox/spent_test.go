@@ -70,6 +70,44 @@ func TestStripeCreateAfterASaved500DoesNotResendItsKey(t *testing.T) {
 	}
 }
 
+// The search after a saved 500 meets a 503 of its own, or no answer: the
+// link's last code is now the search's, and the key is still spent. The
+// next attempt searches again; it does not send the create with the spent
+// key, which would only get the saved 500 again.
+func TestStripeSearchFailingAfterASaved500StillDoesNotResendTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault faults.Kind
+	}{{"the search answered 503", faults.Error5xx}, {"the search got no answer", faults.Hang}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				clk := clock.NewFake(epoch)
+				fake := stripe.New(stripe.Options{Now: clk.Now, Fault: failFirstCreate(stripe.FailBefore)})
+				w := newPresetWorld(t, db, "stripe", stripeYAML, fake, clk, faults.Options{Reads: true, HangFor: time.Second})
+				// The create passes the injector and meets Stripe's 500; the
+				// search after it meets the fault.
+				w.faults.Script(faults.None, tc.fault)
+				_, err := w.eng.Upsert(context.Background(), "customer", "1", []byte(customer(1)))
+				require.NoError(t, err)
+				settle(t, db, w.eng, clk, 10*time.Second, 60)
+
+				l := w.link("customer", "1")
+				require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
+				require.Equal(t, 1, fake.CountByMetadata(stripe.Customer, "syncdesk_key", l.ExternalKey), "one customer")
+				require.Equal(t, "customer-1-create-g2", l.IdempotencyKey)
+				require.Zero(t, fake.Replays(), "the saved 500 was never asked for again")
+				as, err := models.LinkAttempts(db, l.ID)
+				require.NoError(t, err)
+				ops := make([]string, len(as))
+				for i, a := range as {
+					ops[i] = a.Operation
+				}
+				require.Equal(t, []string{"customer.create", "customer.lookup", "customer.lookup", "customer.create"}, ops)
+			})
+		})
+	}
+}
+
 // A record deleted after its create met a saved 500: the delete does not
 // send the create again with the spent key (which would only replay the
 // 500) but searches, once search has had its minute, and deletes the
