@@ -24,6 +24,8 @@ func (g *holdingGate) Wait(context.Context) (func(*http.Response), error) {
 	return func(*http.Response) {}, nil
 }
 
+func (g *holdingGate) HeldFor() time.Duration { return 0 }
+
 func (g *holdingGate) Hold(d time.Duration, reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

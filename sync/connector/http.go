@@ -60,10 +60,12 @@ type Page struct {
 // Wait blocks until a request may go; done, called once with the answer
 // (nil when none came), lets the gate learn from the provider's headers.
 // Hold holds every call to the service for d, for an answer the service's
-// configuration reads (config.Answer), reason saying why in words.
+// configuration reads (config.Answer), reason saying why in words. HeldFor
+// says how much longer every call is held (0: not held).
 type Gate interface {
 	Wait(ctx context.Context) (done func(*http.Response), err error)
 	Hold(d time.Duration, reason string)
+	HeldFor() time.Duration
 }
 
 // maxBody bounds what is read of a provider's answer.
@@ -122,6 +124,15 @@ func NewHTTP(name string, svc config.Service, r *redact.Redactor, transport http
 func (c *HTTP) WithGate(g Gate) *HTTP {
 	c.gate = g
 	return c
+}
+
+// HeldFor says how much longer every call to the service is held by its
+// gate (Gate.HeldFor); 0 without a gate.
+func (c *HTTP) HeldFor() time.Duration {
+	if c.gate == nil {
+		return 0
+	}
+	return c.gate.HeldFor()
 }
 
 // WithTracer makes a span of each of the connector's HTTP calls, tokens

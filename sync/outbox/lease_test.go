@@ -27,6 +27,8 @@ func newPacedGate() pacedGate {
 
 func (pacedGate) Hold(time.Duration, string) {}
 
+func (pacedGate) HeldFor() time.Duration { return 0 } // paced, not held
+
 func (g pacedGate) Wait(ctx context.Context) (func(*http.Response), error) {
 	select {
 	case g.waiting <- struct{}{}:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -201,13 +202,33 @@ func (p *pipe) claim(stop context.Context, limit int) (int, error) {
 	}
 	done := p.turn()
 	now := e.clock.Now()
-	links, err := models.ClaimDue(e.db.WithContext(ctx), e.leaseToken(), now, e.opts.Lease, limit-len(probes), e.paused())
+	links, err := models.ClaimDue(e.db.WithContext(ctx), e.leaseToken(), now, e.opts.Lease, limit-len(probes), e.notNow())
 	done()
 	if err != nil || len(links) == 0 {
 		return len(probes), err
 	}
 	p.queue(links, now, false)
 	return len(probes) + len(links), nil
+}
+
+// heldConnector is a connector whose calls its provider may hold off for a
+// while (connector.HTTP behind its rate limiter: a Retry-After, a spent
+// allowance the service's answers read).
+type heldConnector interface{ HeldFor() time.Duration }
+
+// notNow names the services whose links are not claimed now: those paused,
+// and those whose every call is held. A held service's links, claimed,
+// would only wait in the senders for the hold to end (up to the limiter's
+// longest block), and a service with a backlog would keep every sender
+// from the other services meanwhile. They are claimed once the hold ends.
+func (e *Engine) notNow() []string {
+	out := slices.Clone(e.paused())
+	for name, s := range e.services {
+		if h, ok := s.Conn.(heldConnector); ok && h.HeldFor() > 0 && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // claimProbes claims one due link of each paused service whose probe is

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -182,6 +183,8 @@ type heldGate struct{ waiting chan struct{} }
 
 func (heldGate) Hold(time.Duration, string) {}
 
+func (heldGate) HeldFor() time.Duration { return 0 } // a pace's wait: the service is not held
+
 func (g heldGate) Wait(ctx context.Context) (func(*http.Response), error) {
 	select {
 	case g.waiting <- struct{}{}:
@@ -214,6 +217,45 @@ func TestAStopDuringTheRateLimitsWaitIsNoAttempt(t *testing.T) {
 		require.Zero(t, l.Attempts)
 		require.Empty(t, l.LastError)
 		require.Empty(t, e.attempts(l.ID), "no call was made")
+		require.Zero(t, e.crm.Requests().Total)
+	})
+}
+
+// blockedGate is a service whose provider holds every call for an hour (a
+// spent daily allowance): a call waits until its context ends.
+type blockedGate struct{ heldGate }
+
+func (blockedGate) HeldFor() time.Duration { return time.Hour }
+
+// A service whose every call is held is not claimed from: its links would
+// only wait in the senders, and with a backlog they would keep every sender
+// from the other services for the whole hold. The other service's links go
+// at once; the held one's wait, untouched, for the hold to end.
+func TestAHeldServiceKeepsNoSenderFromTheOthers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e := setup(t, db)
+		gate := blockedGate{heldGate{waiting: make(chan struct{}, 1)}}
+		e.svcs[0].Conn = connector.NewHTTP("crm", e.svcs[0].Config, e.redactr, nil).WithGate(gate)
+		eng := e.engine(db, Options{Concurrency: 2})
+		for i := 1; i <= 6; i++ {
+			e.upsert(order(i))
+			e.upsert(payment(i))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, eng.Drain(ctx))
+		require.NoError(t, ctx.Err(), "the drain did not wait on the held service")
+		for i := 1; i <= 6; i++ {
+			require.Equal(t, models.StatusSuccess, e.link("payment", fmt.Sprint(i), "payments").Status)
+			l := e.link("order", fmt.Sprint(i), "crm")
+			require.Equal(t, models.StatusNew, l.Status, "not claimed while crm is held")
+			require.Zero(t, l.Attempts)
+		}
+		select {
+		case <-gate.waiting:
+			t.Fatal("a crm call waited in a sender")
+		default:
+		}
 		require.Zero(t, e.crm.Requests().Total)
 	})
 }

@@ -192,6 +192,21 @@ func (l *Limiter) Hold(d time.Duration, reason string) {
 	l.block(min(d, l.opts.MaxBlock), reason)
 }
 
+// HeldFor says how much longer every call to the service is held (a
+// Retry-After, a spent window, an answer's hold), as this instance last
+// read the shared row; 0 when it is not. The engine claims no link of a
+// held service: sent, it would only wait in a sender, and a long hold would
+// keep every sender from the other services. A nil Limiter holds nothing.
+func (l *Limiter) HeldFor() time.Duration {
+	if l == nil {
+		return 0
+	}
+	now := l.opts.Clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(l.shared.blockedUntil.Sub(now), 0)
+}
+
 // observe learns from an answer: a limit to keep to, a window with nothing
 // left, a refusal with a time to come back. The first answer that is not a
 // refusal ends the one-at-a-time start: its headers taught the limit, or

@@ -160,6 +160,7 @@ func TestAHoldForAProvidersAnswerHoldsEveryInstance(t *testing.T) {
 		until, why := rows[0].Blocked()
 		require.Equal(t, "403 Forbidden: the org's API requests for the last 24 hours are used up", why)
 		require.WithinDuration(t, heldAt.Add(2*time.Second), until, time.Second, "an hour asked, MaxBlock held")
+		require.InDelta(t, float64(2*time.Second), float64(a.HeldFor()), float64(time.Second), "A says the service is held (the engine claims none of its links)")
 
 		time.Sleep(opts.Refresh + 20*time.Millisecond)
 		status, err := call(t.Context(), b, url)
@@ -168,5 +169,6 @@ func TestAHoldForAProvidersAnswerHoldsEveryInstance(t *testing.T) {
 		held := time.Since(heldAt)
 		require.GreaterOrEqual(t, held, 2*time.Second-30*time.Millisecond, "B went %v after A's hold", held)
 		require.Less(t, held, 3*time.Second, "and went once MaxBlock ended")
+		require.Zero(t, a.HeldFor(), "held no more")
 	})
 }
