@@ -106,11 +106,11 @@ const (
 )
 
 // judge reads a call as README promises: a 5xx, a timeout (408 too) or no
-// answer at all is a failure; a 429 or an answer of the service's answers
-// is the rate limit's to handle; any
-// other answer says the provider is up, whatever it refused — an expired
-// token (401, fetched again for the next call) or a request with the same
-// key still running (409) included. A call that never left (a body that
+// answer at all is a failure; a 429, or an answer the service's answers
+// read as "later", is the rate limit's to handle; any other answer says
+// the provider is up, whatever it refused — an expired token (401, fetched
+// again for the next call) or a request with the same key still running
+// (409) included. A call that never left (a body that
 // cannot be built, a route misconfigured) says nothing of the provider,
 // and must not resume a paused service as a probe's answer would.
 func judge(c connector.Call) verdict {
