@@ -38,7 +38,11 @@ type Call struct {
 	// Held: the answer is one of the service's answers that mean "later"
 	// (config.Answer): the provider is up and asks to wait, which says
 	// nothing of whether it is down, as a 429 says nothing.
-	Held       bool
+	Held bool
+	// Checked is a call this one made to read its own answer: a
+	// conflict's lookup of our key (see adoptConflict). It is an attempt
+	// of its own in the log.
+	Checked    *Call
 	ExternalID string   // the provider's id of the object created, updated or found
 	Found      []string // lookup: the ids of every object carrying the key
 	Error      string   // a short reason in words, redacted

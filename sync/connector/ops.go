@@ -70,6 +70,7 @@ func (c *HTTP) adoptConflict(ctx context.Context, obj object, rec Record, call C
 		return call
 	}
 	look := c.Lookup(ctx, rec.LocalType, rec.Key)
+	call.Checked = &look
 	switch {
 	case look.Class != OK:
 		call.Class = look.Class

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -53,9 +54,22 @@ func TestHubSpotConflictAdoptsOnlyAContactCarryingOurKey(t *testing.T) {
 		require.Equal(t, 1, fake.CountByProperty("contacts", "email", "person1@example.com"))
 		require.Zero(t, fake.CountByProperty("contacts", "syncdesk_key", l.ExternalKey), "their contact did not get our key")
 		require.Equal(t, 1, fake.CountByProperty("contacts", "firstname", "Someone"), "nor our fields")
+		require.Equal(t, []string{"contact.create 409", "contact.lookup 404"}, w.calls(l.ID),
+			"the lookup that told their contact from ours (none carries our key) is in the attempt log")
 
 		l = w.link("contact", "2")
 		require.Equal(t, models.StatusSuccess, l.Status, l.LastError)
 		require.Equal(t, ours, l.ExternalID, "the contact carrying our key is adopted")
+		require.Equal(t, []string{"contact.create 409", "contact.lookup 200"}, w.calls(l.ID))
 	})
+}
+
+// calls are a link's attempts as "operation status", oldest first.
+func (w *presetWorld) calls(linkID int64) []string {
+	w.t.Helper()
+	var out []string
+	for _, a := range w.attempts(linkID) {
+		out = append(out, fmt.Sprintf("%s %d", a.Operation, a.HTTPCode))
+	}
+	return out
 }

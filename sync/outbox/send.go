@@ -265,13 +265,24 @@ func (s *sender) call(ctx context.Context, f func(context.Context) connector.Cal
 		return c // not a call: no attempt, and nothing for the breaker
 	}
 	s.breaker(ctx, c)
+	s.logAttempt(c, start)
+	if chk := c.Checked; chk != nil {
+		// The lookup a conflict made to tell our object from somebody
+		// else's: a call to the provider like any, and in the log after
+		// the create whose answer it read.
+		chk.Error, chk.Request, chk.Response = s.redact.Known(chk.Error), s.redact.Known(chk.Request), s.redact.Known(chk.Response)
+		s.logAttempt(*chk, start.Add(c.Duration))
+	}
+	return c
+}
+
+// logAttempt counts c as an attempt of the link and keeps its row.
+func (s *sender) logAttempt(c connector.Call, start time.Time) {
 	s.out.Attempts++
-	outcome := outcomeOf(c)
 	s.out.Calls = append(s.out.Calls, models.Attempt{LinkID: s.j.link.ID, Number: s.out.Attempts, Operation: c.Operation,
-		IdempotencyKey: c.IdempotencyKey, HTTPCode: c.HTTPCode, DurationMS: c.Duration.Milliseconds(), Outcome: outcome,
+		IdempotencyKey: c.IdempotencyKey, HTTPCode: c.HTTPCode, DurationMS: c.Duration.Milliseconds(), Outcome: outcomeOf(c),
 		ExternalID: c.ExternalID, Error: c.Error, RequestExcerpt: c.Request, ResponseExcerpt: c.Response,
 		Worker: s.e.opts.WorkerID, CreatedAt: start})
-	return c
 }
 
 // breaker tells the service's breaker what the call got. A probe's call
