@@ -103,6 +103,7 @@ func TestStripeSearchFailingAfterASaved500StillDoesNotResendTheKey(t *testing.T)
 					ops[i] = a.Operation
 				}
 				require.Equal(t, []string{"customer.create", "customer.lookup", "customer.lookup", "customer.create"}, ops)
+				requireSearchesOnlyAfterA5xx(t, db)
 			})
 		})
 	}
