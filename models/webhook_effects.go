@@ -44,9 +44,9 @@ func MarkRemoteDeleted(tx *gorm.DB, id int64, service, object, reason string, no
 // giveUpObject keeps object ("" for none: nothing to keep) as one link id
 // gave up, in the caller's transaction with the write that gave it up: the
 // provider reported it deleted or said it is not there, or a delete of
-// ours removed it, and the link forgot it, to create a new one. Every path that re-creates a link's object
-// calls it, so that a late event about the old object is told from one
-// about the new (see DeletedObject). DO NOTHING: the same object given up
+// ours removed it, and the link forgot it, to create a new one. Every path
+// that re-creates a link's object calls it, so that a late event about the
+// old object is told from one about the new (see DeletedObject). DO NOTHING: the same object given up
 // again (restored, adopted again, deleted again) is the same fact, kept
 // from its first report.
 func giveUpObject(tx *gorm.DB, id int64, object string, now time.Time) error {

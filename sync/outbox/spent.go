@@ -16,8 +16,8 @@ import (
 const searchLag = time.Minute
 
 // spentKey reports whether the link's idempotency key is spent, and when it
-// was: its last attempt was a create under that key which the provider
-// answered with a server error (5xx). Stripe saves that answer under the
+// was: the last create sent under that key was answered with a server
+// error (5xx), whatever searches failed after it. Stripe saves that answer under the
 // key and gives it to every retry with the key for 24 hours ("Retries with
 // the same key return the saved response, including 500 errors",
 // https://docs.stripe.com/api/idempotent_requests), so the create sent
