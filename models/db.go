@@ -24,9 +24,10 @@ const (
 // Open connects to the database named by a --db value.
 //
 // SQLite runs in WAL mode with a busy timeout and foreign keys on, and every
-// transaction begins IMMEDIATE: a writer takes the write lock up front and
-// concurrent writers queue on the busy timeout instead of failing with
-// SQLITE_BUSY when a read lock cannot be upgraded.
+// transaction begins IMMEDIATE: a writer takes the write lock up front
+// instead of failing with SQLITE_BUSY when a read lock cannot be upgraded.
+// The process's transactions queue for that lock at the write gate, first
+// come, first served (writegate.go).
 //
 // Commits are durable (synchronous=FULL: the WAL is synced at each commit),
 // as Postgres's are by default. With NORMAL, a commit that a power cut or an
@@ -68,6 +69,8 @@ func Open(v string) (*gorm.DB, error) {
 		// WAL allows many readers beside one writer; more connections than
 		// that only queue on the write lock.
 		sqlDB.SetMaxOpenConns(8)
+		gate := newWriteGate(sqlDB)
+		db.ConnPool, db.Statement.ConnPool = gate, gate
 	} else {
 		sqlDB.SetMaxOpenConns(32)
 		sqlDB.SetMaxIdleConns(16)

@@ -82,7 +82,9 @@ type Receiver struct {
 	// the turn the moment it is free; writers that queue in SQLite's busy
 	// handler instead sleep in growing steps (1, 2, 5, 10 … 100 ms) while the
 	// lock sits free, which cost a third of the throughput under concurrent
-	// deliveries. Other processes and other writers still meet the busy timeout.
+	// deliveries. models' write gate does the same for every transaction of
+	// the process; this turn also lets the deliveries that arrive while a
+	// group waits for it join the next group (groupcommit.go).
 	writer chan struct{}
 	// group, on SQLite only, runs concurrent deliveries in one transaction
 	// and one commit (groupcommit.go); nil on Postgres.
