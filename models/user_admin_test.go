@@ -57,3 +57,17 @@ func TestTheLastActiveAdminSurvivesARace(t *testing.T) {
 		require.Positive(t, refused, "the changes that would have removed the last one were refused")
 	})
 }
+
+// Passwords are stored as argon2id at OWASP's minimum (19 MiB, two passes,
+// one lane; cheatsheetseries.owasp.org, Password Storage), with a salt of
+// their own, and only the right password matches.
+func TestPasswordsAreHashedWithArgon2idAtOWASPsMinimum(t *testing.T) {
+	a, err := models.HashPassword("correct-horse-battery")
+	require.NoError(t, err)
+	b, err := models.HashPassword("correct-horse-battery")
+	require.NoError(t, err)
+	require.Regexp(t, `^\$argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$`, a)
+	require.NotEqual(t, a, b, "each hash has a salt of its own")
+	require.True(t, models.CheckPassword(a, "correct-horse-battery"))
+	require.False(t, models.CheckPassword(a, "correct-horse-batterY"))
+}
