@@ -1,12 +1,14 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+	_ "time/tzdata" // time_zone names load where the machine has no zone database
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -36,6 +38,11 @@ type Source struct {
 	// RereadWindow is how far behind the business database's clock the
 	// change query's cursor stays, for transactions that commit late.
 	RereadWindow time.Duration `yaml:"reread_window"`
+	// TimeZone is the zone whose wall clock the change query's updated_at
+	// holds when it carries no zone of its own (a Postgres timestamp, a
+	// MySQL DATETIME written with NOW() on a server that is not on UTC);
+	// unset, UTC. The cursor's safe point is read on that clock.
+	TimeZone string `yaml:"time_zone"`
 	// BatchSize is how many rows one transaction reads and stores.
 	BatchSize int `yaml:"batch_size"`
 	// Poll is how often a source that was caught up is read again.
@@ -138,8 +145,13 @@ func (s *Source) applyDefaults() {
 		if s.GapTimeout != 0 {
 			s.otherMode = append(s.otherMode, "gap_timeout")
 		}
-	} else if s.RereadWindow != 0 {
-		s.otherMode = append(s.otherMode, "reread_window")
+	} else {
+		if s.RereadWindow != 0 {
+			s.otherMode = append(s.otherMode, "reread_window")
+		}
+		if s.TimeZone != "" {
+			s.otherMode = append(s.otherMode, "time_zone")
+		}
 	}
 	if s.BatchSize == 0 {
 		s.BatchSize = DefaultSourceBatch
@@ -207,7 +219,23 @@ func (s Source) validate(name string, services map[string]Service) []error {
 	if s.RereadWindow < 0 {
 		bad("reread_window", "must be a positive duration such as 1m (unset or 0: 1m), got %v", s.RereadWindow)
 	}
+	if _, err := s.Zone(); err != nil {
+		bad("time_zone", "%q is not a time zone: give a name such as Europe/Kyiv or America/New_York (unset: UTC)", s.TimeZone)
+	}
 	return errs
+}
+
+// Zone is the location of TimeZone: UTC when it is unset.
+func (s Source) Zone() (*time.Location, error) {
+	if s.TimeZone == "" {
+		return time.UTC, nil
+	}
+	// Local is this machine's zone, which says nothing of the business
+	// database's.
+	if s.TimeZone == "Local" {
+		return nil, errors.New("the zone named Local is this machine's, not a zone name")
+	}
+	return time.LoadLocation(s.TimeZone)
 }
 
 // validateDSN checks the DSN without ever quoting it: it holds a password.

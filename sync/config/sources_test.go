@@ -33,6 +33,15 @@ func TestSourceDefaults(t *testing.T) {
 	require.False(t, s.OutboxMode())
 	require.Equal(t, time.Minute, s.RereadWindow)
 	require.Equal(t, "mysql db:3306/shop", s.Where())
+	zone, err := s.Zone()
+	require.NoError(t, err)
+	require.Equal(t, time.UTC, zone, "updated_at without a zone is on UTC's clock unless time_zone says otherwise")
+
+	cfg, err = Load(writeFile(t, src("driver: mysql\ndsn: 'shop:pw@tcp(db:3306)/shop'\nquery: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\ntime_zone: America/New_York")), Overrides{})
+	require.NoError(t, err)
+	zone, err = cfg.Sources["shop"].Zone()
+	require.NoError(t, err)
+	require.Equal(t, "America/New_York", zone.String())
 }
 
 func TestBadSourceNamesTheSetting(t *testing.T) {
@@ -58,6 +67,10 @@ func TestBadSourceNamesTheSetting(t *testing.T) {
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\nreread_window: -1m", "setting sources.shop.reread_window"},
 		{pg + "table: t\nwindow: 1m", ".window: there is no such setting"},
 		{pg + "table: t\nreread_window: 5m", "setting sources.shop.reread_window: is for a change query (query:); an outbox table does not use it"},
+		{pg + "table: t\ntime_zone: Europe/Kyiv", "setting sources.shop.time_zone: is for a change query (query:)"},
+		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\ntime_zone: Europe/Kiev2", `setting sources.shop.time_zone: "Europe/Kiev2" is not a time zone`},
+		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\ntime_zone: Local", `setting sources.shop.time_zone: "Local" is not a time zone`},
+		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\ntime_zone: ../../etc/passwd", "setting sources.shop.time_zone"},
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\ngap_timeout: 1m", "setting sources.shop.gap_timeout: is for an outbox table"},
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\ntypes: {shop_order: order}", "setting sources.shop.types: is for an outbox table"},
 		{pg + "query: SELECT id, updated_at, doc AS payload FROM orders\ntype: order\ncolumns: {payload: doc}", "setting sources.shop.columns: is for an outbox table"},

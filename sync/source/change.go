@@ -2,8 +2,10 @@ package source
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/syncdesk/syncdesk/models"
@@ -66,7 +68,11 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 		if err != nil {
 			return batch{}, fmt.Errorf("read the database's clock: %w", err)
 		}
-		safe := now.Add(-r.s.cfg.RereadWindow)
+		zone, err := r.s.cfg.Zone() // checked at start
+		if err != nil {
+			return batch{}, err
+		}
+		safe := wallClock(now, zone).Add(-r.s.cfg.RereadWindow)
 		r.safe = &safe
 		r.s.countUntimed(ctx)
 	}
@@ -163,6 +169,9 @@ func (s *Source) readChanges(ctx context.Context, p *position) (_ []row, _ []pos
 		return nil, nil, err
 	}
 	defer rs.Close()
+	if err := s.checkZoneless(rs); err != nil {
+		return nil, nil, err
+	}
 	var rows []row
 	var keys []position
 	for rs.Next() {
@@ -176,6 +185,36 @@ func (s *Source) readChanges(ctx context.Context, p *position) (_ []row, _ []pos
 		keys = append(keys, k)
 	}
 	return rows, keys, rs.Err()
+}
+
+// wallClock is the time on zone's wall clock, written as UTC: how an
+// updated_at without a zone of its own holds it (time_zone), and how such a
+// value is read back (a Postgres timestamp and a MySQL DATETIME come back
+// as UTC).
+func wallClock(t time.Time, zone *time.Location) time.Time {
+	w := t.In(zone)
+	return time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), time.UTC)
+}
+
+// checkZoneless refuses a time_zone for an updated_at that carries its zone
+// (a Postgres timestamptz, or a MySQL TIMESTAMP, which the session reads in
+// UTC): such a value is an instant, and shifting the safe point by the
+// zone's offset would move the cursor hours early or late. The column's
+// type comes with every read's answer, so the check costs nothing.
+func (s *Source) checkZoneless(rs *sql.Rows) error {
+	if s.cfg.TimeZone == "" {
+		return nil
+	}
+	types, err := rs.ColumnTypes()
+	if err != nil {
+		return err
+	}
+	t := types[1].DatabaseTypeName() // Postgres's timestamp without time zone is TIMESTAMP
+	if t != "TIMESTAMPTZ" && (t != "TIMESTAMP" || s.cfg.Driver != "mysql") {
+		return nil
+	}
+	return fmt.Errorf("setting sources.%s.time_zone: the query's updated_at is a %s, which holds an instant, not a wall clock: remove time_zone",
+		s.name, strings.ToLower(t))
 }
 
 // untimedEvery is how often a change query's rows without updated_at are

@@ -197,6 +197,62 @@ func TestSourceChangeQueryEndingInAComment(t *testing.T) {
 	})
 }
 
+// An updated_at without a zone of its own, written on the wall clock of a
+// zone behind UTC (a Postgres timestamp, a MySQL DATETIME set with NOW() on
+// a server in New York). With time_zone, the safe point is read on that
+// clock, and a late commit inside the window is read. Without it (the
+// control), every row looks hours old on UTC's clock: the cursor passes the
+// row read first and the late commit is lost.
+func TestSourceChangeQueryOnAZonesWallClock(t *testing.T) {
+	t.Parallel()
+	ny, err := time.LoadLocation("America/New_York")
+	require.NoError(t, err)
+	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
+		b.createItemsAt(t, "TIMESTAMP", "DATETIME(6)")
+		w := newWorld(t, db, nil)
+		ctx := context.Background()
+		t1 := wallClock(b.now(t), ny).Add(-10 * time.Second).Truncate(time.Microsecond)
+		a, err := b.db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		defer func() { _ = a.Rollback() }()
+		require.NoError(t, b.insertItem(ctx, a, 1, t1, `{"name": "late"}`))
+		require.NoError(t, b.insertItem(ctx, b.db, 2, t1.Add(time.Second), `{"name": "early"}`))
+
+		zoned := b.changeSource(time.Minute, "shop")
+		zoned.TimeZone = "America/New_York"
+		windowed, control := w.source(t, zoned), w.source(t, b.changeSource(time.Minute, "ctl"), "ctl")
+		for _, s := range []*Source{windowed, control} {
+			require.NoError(t, s.Drain(ctx))
+		}
+		require.Contains(t, records(t, db), "2")
+		require.NotContains(t, records(t, db), "1", "A has not committed yet")
+		require.NoError(t, a.Commit())
+
+		require.NoError(t, control.Drain(ctx))
+		require.NotContains(t, records(t, db), "1", "read on UTC's clock, the late commit is missed (the control)")
+		require.NoError(t, windowed.Drain(ctx))
+		require.Equal(t, "late", records(t, db)["1"]["name"], "on New York's clock, the late commit is read within the window")
+		require.Nil(t, cursor(t, db).LastAt, "the cursor stays the window behind New York's clock")
+	})
+}
+
+// time_zone is refused for an updated_at that holds an instant (a Postgres
+// timestamptz, a MySQL TIMESTAMP): the read stops with the setting named,
+// and nothing is read on a shifted clock.
+func TestSourceChangeQueryTimeZoneOnlyForAWallClock(t *testing.T) {
+	t.Parallel()
+	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
+		b.createItemsAt(t, "TIMESTAMPTZ", "TIMESTAMP(6)")
+		ctx := context.Background()
+		require.NoError(t, b.insertItem(ctx, b.db, 1, b.now(t).Add(-time.Hour), `{"name": "an hour ago"}`))
+		cfg := b.changeSource(time.Minute, "shop")
+		cfg.TimeZone = "Europe/Kyiv"
+		err := newWorld(t, db, nil).source(t, cfg).Drain(ctx)
+		require.ErrorContains(t, err, "setting sources.shop.time_zone: the query's updated_at is a timestamp")
+		require.Empty(t, records(t, db))
+	})
+}
+
 // The cursor's time goes back to the business database in UTC, whatever
 // zone syncdesk's database handed it back in (Postgres: the process's).
 func TestChangeCursorIsInUTC(t *testing.T) {
@@ -220,11 +276,14 @@ func (b biz) now(t testing.TB) time.Time {
 	return at.UTC()
 }
 
-func (b biz) createItems(t testing.TB) {
+func (b biz) createItems(t testing.TB) { b.createItemsAt(t, "TIMESTAMPTZ", "DATETIME(6)") }
+
+// createItemsAt makes the items table with updated_at of a type per driver.
+func (b biz) createItemsAt(t testing.TB, postgres, mysql string) {
 	t.Helper()
-	ddl := `CREATE TABLE items (id BIGINT PRIMARY KEY, updated_at TIMESTAMPTZ NOT NULL, doc JSONB NOT NULL)`
+	ddl := `CREATE TABLE items (id BIGINT PRIMARY KEY, updated_at ` + postgres + ` NOT NULL, doc JSONB NOT NULL)`
 	if b.driver == "mysql" {
-		ddl = `CREATE TABLE items (id BIGINT PRIMARY KEY, updated_at DATETIME(6) NOT NULL, doc JSON NOT NULL)`
+		ddl = `CREATE TABLE items (id BIGINT PRIMARY KEY, updated_at ` + mysql + ` NOT NULL, doc JSON NOT NULL)`
 	}
 	_, err := b.db.Exec(ddl)
 	require.NoError(t, err)
