@@ -102,8 +102,8 @@ func (b *bundle) user(email string, role models.Role) *models.User {
 // (64 KiB, one pass). A sign-in reads the cost from the stored hash, so the
 // tests' users sign in through the product's own check. At the product's
 // cost (models.HashPassword, which models' tests hold to OWASP's minimum)
-// a hash or a check takes about a third of a second under -race: this
-// package's users made an eighth of its test time. Sign-ins of unknown
+// a hash or a check takes about a third of a second under -race, and the
+// tests here create and sign in users by the hundred. Sign-ins of unknown
 // accounts still pay the product's cost, and the tests of the sign-in
 // gate, which need it, create their users with models.CreateUser.
 var testPasswordHash = func() string {
