@@ -23,26 +23,10 @@ func TestSourceChangeQueryLateCommit(t *testing.T) {
 	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
 		b.createItems(t)
 		w := newWorld(t, db, nil)
-		ctx := context.Background()
 		t1 := b.now(t).Add(-10 * time.Second).Truncate(time.Microsecond).Add(123 * time.Microsecond)
-		a, err := b.db.BeginTx(ctx, nil)
-		require.NoError(t, err)
-		defer func() { _ = a.Rollback() }()
-		require.NoError(t, b.insertItem(ctx, a, 1, t1, `{"name": "late"}`))
-		require.NoError(t, b.insertItem(ctx, b.db, 2, t1.Add(time.Second), `{"name": "early"}`))
-
 		windowed, control := w.source(t, b.changeSource(time.Minute, "shop")), w.source(t, b.changeSource(0, "ctl"), "ctl")
-		for _, s := range []*Source{windowed, control} {
-			require.NoError(t, s.Drain(ctx))
-		}
-		require.Contains(t, records(t, db), "2")
-		require.NotContains(t, records(t, db), "1", "A has not committed yet")
-		require.NoError(t, a.Commit())
-
-		require.NoError(t, control.Drain(ctx))
-		require.NotContains(t, records(t, db), "1", "with no re-read window the late commit is missed (the control)")
-		require.NoError(t, windowed.Drain(ctx))
-		require.Equal(t, "late", records(t, db)["1"]["name"], "the late commit is read within the window")
+		require.Equal(t, []bool{false, true}, lateCommit(t, db, b, t1, control, windowed),
+			"with no re-read window the late commit is missed (the control); within the window it is read")
 		c, err := models.GetSourceCursor(db, "shop")
 		require.NoError(t, err)
 		require.Nil(t, c.LastAt, "the cursor stays the window behind the database's clock")
@@ -210,28 +194,12 @@ func TestSourceChangeQueryOnAZonesWallClock(t *testing.T) {
 	eachBiz(t, func(t *testing.T, db *gorm.DB, b biz) {
 		b.createItemsAt(t, "TIMESTAMP", "DATETIME(6)")
 		w := newWorld(t, db, nil)
-		ctx := context.Background()
 		t1 := wallClock(b.now(t), ny).Add(-10 * time.Second).Truncate(time.Microsecond)
-		a, err := b.db.BeginTx(ctx, nil)
-		require.NoError(t, err)
-		defer func() { _ = a.Rollback() }()
-		require.NoError(t, b.insertItem(ctx, a, 1, t1, `{"name": "late"}`))
-		require.NoError(t, b.insertItem(ctx, b.db, 2, t1.Add(time.Second), `{"name": "early"}`))
-
 		zoned := b.changeSource(time.Minute, "shop")
 		zoned.TimeZone = "America/New_York"
 		windowed, control := w.source(t, zoned), w.source(t, b.changeSource(time.Minute, "ctl"), "ctl")
-		for _, s := range []*Source{windowed, control} {
-			require.NoError(t, s.Drain(ctx))
-		}
-		require.Contains(t, records(t, db), "2")
-		require.NotContains(t, records(t, db), "1", "A has not committed yet")
-		require.NoError(t, a.Commit())
-
-		require.NoError(t, control.Drain(ctx))
-		require.NotContains(t, records(t, db), "1", "read on UTC's clock, the late commit is missed (the control)")
-		require.NoError(t, windowed.Drain(ctx))
-		require.Equal(t, "late", records(t, db)["1"]["name"], "on New York's clock, the late commit is read within the window")
+		require.Equal(t, []bool{false, true}, lateCommit(t, db, b, t1, control, windowed),
+			"read on UTC's clock, the late commit is missed (the control); on New York's, it is read within the window")
 		require.Nil(t, cursor(t, db).LastAt, "the cursor stays the window behind New York's clock")
 	})
 }
@@ -251,6 +219,33 @@ func TestSourceChangeQueryTimeZoneOnlyForAWallClock(t *testing.T) {
 		require.ErrorContains(t, err, "setting sources.shop.time_zone: the query's updated_at is a timestamp")
 		require.Empty(t, records(t, db))
 	})
+}
+
+// lateCommit plays a change query's transactions committing out of
+// timestamp order: A takes updated_at at and commits after B, which took
+// at+1s and is read first. Every source drains before A commits, then each
+// in turn after; it reports whether A was stored after each one's drain.
+func lateCommit(t *testing.T, db *gorm.DB, b biz, at time.Time, sources ...*Source) []bool {
+	t.Helper()
+	ctx := context.Background()
+	a, err := b.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = a.Rollback() }()
+	require.NoError(t, b.insertItem(ctx, a, 1, at, `{"name": "late"}`))
+	require.NoError(t, b.insertItem(ctx, b.db, 2, at.Add(time.Second), `{"name": "early"}`))
+	for _, s := range sources {
+		require.NoError(t, s.Drain(ctx))
+	}
+	require.Contains(t, records(t, db), "2")
+	require.NotContains(t, records(t, db), "1", "A has not committed yet")
+	require.NoError(t, a.Commit())
+	read := make([]bool, len(sources))
+	for i, s := range sources {
+		require.NoError(t, s.Drain(ctx))
+		rec, ok := records(t, db)["1"]
+		read[i] = ok && rec["name"] == "late"
+	}
+	return read
 }
 
 // The cursor's time goes back to the business database in UTC, whatever
