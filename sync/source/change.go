@@ -15,7 +15,8 @@ import (
 // transaction that commits late can hold a row whose updated_at is older
 // than rows already read, so the committed cursor moves only over rows
 // whose updated_at is reread_window older than the business database's
-// clock, read before the drain's first read: such a row's transaction (no
+// clock (on time_zone's wall clock, for an updated_at without a zone),
+// read before the drain's first read: such a row's transaction (no
 // longer than the window) had committed before that read, so every row
 // before it has been read. The rows after the cursor are read again by the
 // next drain. The safe point is the database's clock, not the newest
