@@ -259,7 +259,7 @@ func (s *sender) call(ctx context.Context, f func(context.Context) connector.Cal
 	// The connector masks what it can see of the record (a create's or an
 	// update's body); a lookup carries none of it, yet its answer may
 	// quote what the provider stored.
-	c.Error, c.Request, c.Response = s.redact.Known(c.Error), s.redact.Known(c.Request), s.redact.Known(c.Response)
+	s.redactKnown(&c)
 	s.stopped = ctx.Err() != nil
 	if s.unsent = c.Unsent; s.unsent {
 		return c // not a call: no attempt, and nothing for the breaker
@@ -270,10 +270,16 @@ func (s *sender) call(ctx context.Context, f func(context.Context) connector.Cal
 		// The lookup a conflict made to tell our object from somebody
 		// else's: a call to the provider like any, and in the log after
 		// the create whose answer it read.
-		chk.Error, chk.Request, chk.Response = s.redact.Known(chk.Error), s.redact.Known(chk.Request), s.redact.Known(chk.Response)
+		s.redactKnown(chk)
 		s.logAttempt(*chk, start.Add(c.Duration))
 	}
 	return c
+}
+
+// redactKnown masks, in what c stored of the exchange, the record's fields
+// and secrets the redactor knows.
+func (s *sender) redactKnown(c *connector.Call) {
+	c.Error, c.Request, c.Response = s.redact.Known(c.Error), s.redact.Known(c.Request), s.redact.Known(c.Response)
 }
 
 // logAttempt counts c as an attempt of the link and keeps its row.

@@ -69,11 +69,7 @@ func (r *changeReader) next(ctx context.Context) (batch, error) {
 		if err != nil {
 			return batch{}, fmt.Errorf("read the database's clock: %w", err)
 		}
-		zone, err := r.s.cfg.Zone() // checked at start
-		if err != nil {
-			return batch{}, err
-		}
-		safe := wallClock(now, zone).Add(-r.s.cfg.RereadWindow)
+		safe := wallClock(now, r.s.zone).Add(-r.s.cfg.RereadWindow)
 		r.safe = &safe
 		r.s.countUntimed(ctx)
 	}

@@ -41,7 +41,8 @@ type Options struct {
 type Source struct {
 	name   string
 	cfg    config.Source
-	biz    *sql.DB // the business database
+	zone   *time.Location // cfg's time_zone: the wall clock of a change query's updated_at
+	biz    *sql.DB        // the business database
 	db     *gorm.DB
 	engine *outbox.Engine
 	opts   Options
@@ -65,11 +66,15 @@ func New(ctx context.Context, name string, cfg config.Source, db *gorm.DB, eng *
 		opts.Redactor = redact.New(nil)
 	}
 	opts.Redactor.AddSecrets(cfg.Secrets()...)
+	zone, err := cfg.Zone() // checked with the configuration; loaded once, not at every drain
+	if err != nil {
+		return nil, fmt.Errorf("source %s: setting time_zone: %w", name, err)
+	}
 	biz, err := open(cfg, opts.Log)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", name, err)
 	}
-	s := &Source{name: name, cfg: cfg, biz: biz, db: db, engine: eng, opts: opts}
+	s := &Source{name: name, cfg: cfg, zone: zone, biz: biz, db: db, engine: eng, opts: opts}
 	if err := models.EnsureSourceCursor(db.WithContext(ctx), name); err != nil {
 		_ = biz.Close()
 		return nil, err
